@@ -1,0 +1,153 @@
+//! `tessera info [PATH] [--json]`: the series in a file or folder, without decoding pixels.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde::Serialize;
+use tessera_core::dicom::{self, SeriesFiles};
+use tessera_core::volume::format_size;
+
+#[derive(Debug, Default, clap::Args)]
+pub struct InfoArgs {
+    /// A DICOM file or folder (searched recursively). Without it: the built-in demo study.
+    pub path: Option<PathBuf>,
+    /// Print a JSON array instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One series as `info --json` prints it (a documented, stable schema).
+#[derive(Debug, Serialize)]
+struct SeriesRow {
+    series_uid: String,
+    modality: String,
+    description: String,
+    series_number: Option<i64>,
+    patient_id: String,
+    size: [usize; 3],
+    spacing_mm: [f64; 3],
+    origin_lps_mm: [f64; 3],
+    files: usize,
+    frames: usize,
+    localizer: bool,
+    transfer_syntaxes: Vec<String>,
+    warnings: Vec<String>,
+    /// Set when the series cannot be a volume; then size and spacing are zero.
+    error: Option<String>,
+}
+
+pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
+    let path = match &args.path {
+        Some(p) => p.clone(),
+        None => crate::cmd::phantom::demo_study_dir().context("preparing the demo study")?,
+    };
+    let report = dicom::scan(&path).with_context(|| format!("scanning {}", path.display()))?;
+    let rows: Vec<SeriesRow> = report.series.iter().map(row).collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print_text(&report, &rows);
+    }
+    if rows.is_empty() {
+        anyhow::bail!(
+            "no DICOM image series in {} ({} file(s) looked at, {} skipped)",
+            path.display(),
+            report.files_seen,
+            report.skipped.len()
+        );
+    }
+    Ok(())
+}
+
+fn row(series: &SeriesFiles) -> SeriesRow {
+    let first = series.first();
+    let mut transfer_syntaxes: Vec<String> = series
+        .files
+        .iter()
+        .map(|f| f.transfer_syntax_uid.clone())
+        .collect();
+    transfer_syntaxes.sort();
+    transfer_syntaxes.dedup();
+    let mut warnings: Vec<String> = series.split_note.iter().cloned().collect();
+    if let Err(e) = dicom::check_transfer_syntaxes(series) {
+        warnings.push(format!("cannot decode: {e}"));
+    }
+    let (size, spacing_mm, origin_lps_mm, error) = match dicom::layout(series) {
+        Ok(layout) => {
+            warnings.extend(layout.warnings);
+            (
+                layout.geometry.size,
+                layout.geometry.spacing_mm,
+                layout.geometry.origin_lps_mm(),
+                None,
+            )
+        }
+        Err(e) => ([0; 3], [0.0; 3], [0.0; 3], Some(e.to_string())),
+    };
+    SeriesRow {
+        series_uid: first.info.series_uid.clone(),
+        modality: first.info.modality.clone(),
+        description: first.info.series_description.clone(),
+        series_number: first.info.series_number,
+        patient_id: first.info.patient_id.clone(),
+        size,
+        spacing_mm,
+        origin_lps_mm,
+        files: series.files.len(),
+        frames: series.frame_count(),
+        localizer: first.is_localizer(),
+        transfer_syntaxes,
+        warnings,
+        error,
+    }
+}
+
+fn print_text(report: &dicom::ScanReport, rows: &[SeriesRow]) {
+    println!(
+        "{}: {} file(s), {} series, {} skipped",
+        report.root.display(),
+        report.files_seen,
+        rows.len(),
+        report.skipped.len()
+    );
+    for (i, r) in rows.iter().enumerate() {
+        println!();
+        println!(
+            "[{}] {} {}{}",
+            i + 1,
+            if r.modality.is_empty() {
+                "??"
+            } else {
+                &r.modality
+            },
+            if r.description.is_empty() {
+                "(no description)"
+            } else {
+                &r.description
+            },
+            if r.localizer { " [scout]" } else { "" }
+        );
+        println!("    uid      {}", r.series_uid);
+        match &r.error {
+            None => {
+                println!("    size     {} voxels", format_size(r.size));
+                println!(
+                    "    spacing  {:.4} x {:.4} x {:.4} mm",
+                    r.spacing_mm[0], r.spacing_mm[1], r.spacing_mm[2]
+                );
+            }
+            Some(e) => println!("    error    {e}"),
+        }
+        println!("    files    {} ({} frames)", r.files, r.frames);
+        for w in &r.warnings {
+            println!("    warning  {w}");
+        }
+    }
+    if !report.skipped.is_empty() {
+        println!();
+        println!("skipped:");
+        for s in &report.skipped {
+            println!("    {}: {}", s.path.display(), s.reason);
+        }
+    }
+}

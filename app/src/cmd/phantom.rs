@@ -1,0 +1,149 @@
+//! `tessera phantom`: write a synthetic chest CT with ground truth; and the cached demo study.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use tessera_core::phantom::{self, PhantomSpec};
+
+#[derive(Debug, clap::Args)]
+pub struct PhantomArgs {
+    /// Folder to write the series and truth.json into (created; existing files are not touched
+    /// unless they have the same names).
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Voxels, `XxYxZ`.
+    #[arg(long, default_value = "512x512x300", value_parser = parse_size)]
+    pub size: [usize; 3],
+    /// Millimetres `x,y,z` (z is slice spacing and thickness).
+    #[arg(long, default_value = "0.7,0.7,1.25", value_parser = parse_spacing)]
+    pub spacing: [f64; 3],
+    #[arg(long, default_value_t = 6)]
+    pub nodules: usize,
+    /// Noise standard deviation, HU.
+    #[arg(long, default_value_t = 18.0)]
+    pub noise: f32,
+}
+
+pub fn run(args: &PhantomArgs) -> anyhow::Result<()> {
+    let spec = PhantomSpec {
+        seed: args.seed,
+        size: args.size,
+        spacing_mm: args.spacing,
+        nodules: args.nodules,
+        noise_hu: args.noise,
+    };
+    let started = Instant::now();
+    let phantom = phantom::generate(&spec).context("generating the phantom")?;
+    let generated_s = started.elapsed().as_secs_f64();
+    phantom::write_series(&phantom, &args.out)
+        .with_context(|| format!("writing the phantom to {}", args.out.display()))?;
+    println!(
+        "phantom seed {} {} at {:?} mm: {} nodule(s) -> {} (generated in {generated_s:.2} s, written in {:.2} s)",
+        spec.seed,
+        tessera_core::volume::format_size(spec.size),
+        spec.spacing_mm,
+        phantom.truth.nodules.len(),
+        args.out.display(),
+        started.elapsed().as_secs_f64() - generated_s
+    );
+    for n in &phantom.truth.nodules {
+        println!(
+            "  nodule {}: {:?} {:?}, {:.1} mm at LPS [{:.1}, {:.1}, {:.1}] mm",
+            n.id,
+            n.kind,
+            n.attachment,
+            n.diameter_mm,
+            n.center_lps_mm[0],
+            n.center_lps_mm[1],
+            n.center_lps_mm[2]
+        );
+    }
+    Ok(())
+}
+
+/// The demo study's recipe. Bump `DEMO_VERSION` when the phantom's output changes.
+pub fn demo_spec() -> PhantomSpec {
+    PhantomSpec {
+        seed: 7,
+        size: [512, 512, 160],
+        spacing_mm: [0.7, 0.7, 2.0],
+        nodules: 6,
+        noise_hu: 18.0,
+    }
+}
+const DEMO_VERSION: u32 = 1;
+
+/// The demo study as a DICOM folder in the user's cache, written on first use.
+pub fn demo_study_dir() -> anyhow::Result<PathBuf> {
+    let dir = cache_root().join(format!("demo-v{DEMO_VERSION}-seed{}", demo_spec().seed));
+    if dir.join(phantom::TRUTH_FILE).is_file() {
+        return Ok(dir);
+    }
+    eprintln!("writing the demo study to {} (once)...", dir.display());
+    let phantom = phantom::generate(&demo_spec()).context("generating the demo study")?;
+    // Write beside the final folder, then rename: a half-written demo is never picked up.
+    let staging = dir.with_extension(format!("tmp-{}", std::process::id()));
+    phantom::write_series(&phantom, &staging)?;
+    match std::fs::rename(&staging, &dir) {
+        Ok(()) => Ok(dir),
+        // Another process finished first: theirs is identical (same seed), use it.
+        Err(_) if dir.join(phantom::TRUTH_FILE).is_file() => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Ok(dir)
+        }
+        Err(e) => Err(e).with_context(|| format!("moving the demo study into {}", dir.display())),
+    }
+}
+
+/// `$TESSERA_CACHE_DIR`, else `$XDG_CACHE_HOME/tessera`, else `~/.cache/tessera`.
+fn cache_root() -> PathBuf {
+    let from_env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    from_env("TESSERA_CACHE_DIR")
+        .or_else(|| from_env("XDG_CACHE_HOME").map(|p| p.join("tessera")))
+        .or_else(|| from_env("HOME").map(|p| Path::new(&p).join(".cache").join("tessera")))
+        .unwrap_or_else(|| std::env::temp_dir().join("tessera-cache"))
+}
+
+/// `512x512x64` -> `[512, 512, 64]`.
+pub fn parse_size(text: &str) -> Result<[usize; 3], String> {
+    let parts: Vec<&str> = text.split(['x', 'X']).collect();
+    let values: Result<Vec<usize>, _> = parts.iter().map(|p| p.trim().parse::<usize>()).collect();
+    match values {
+        Ok(v) if v.len() == 3 && v.iter().all(|n| *n > 0) => Ok([v[0], v[1], v[2]]),
+        _ => Err(format!("'{text}' is not a size like 512x512x64")),
+    }
+}
+
+/// `0.7,0.7,1.25` -> `[0.7, 0.7, 1.25]`.
+pub fn parse_spacing(text: &str) -> Result<[f64; 3], String> {
+    let values: Result<Vec<f64>, _> = text.split(',').map(|p| p.trim().parse::<f64>()).collect();
+    match values {
+        Ok(v) if v.len() == 3 && v.iter().all(|s| s.is_finite() && *s > 0.0) => {
+            Ok([v[0], v[1], v[2]])
+        }
+        _ => Err(format!(
+            "'{text}' is not a spacing like 0.7,0.7,1.25 (mm, all positive)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_spacings_parse_or_explain() {
+        assert_eq!(parse_size("512x512x64"), Ok([512, 512, 64]));
+        assert!(parse_size("512x512").unwrap_err().contains("512x512x64"));
+        assert!(parse_size("0x1x1").is_err());
+        assert_eq!(parse_spacing("0.7,0.7,1.25"), Ok([0.7, 0.7, 1.25]));
+        assert!(parse_spacing("0.7,-1,1").is_err());
+    }
+}

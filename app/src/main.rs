@@ -1,0 +1,54 @@
+//! `tessera`: the command line (and, later, the viewer) over `tessera-core`.
+//!
+//! Subcommands are thin: parse, call the core, print. Errors are reported once, here, with the
+//! chain of context, and a non-zero exit code.
+
+mod cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "Memory-bounded tiled 3D detection on CT scans"
+)]
+struct Cli {
+    /// ONNX Runtime library to load (default: ORT_DYLIB_PATH, then the project's .runtime/).
+    #[arg(long, global = true, value_name = "FILE")]
+    ort_lib: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the CT series found in a file or folder (no PATH: the built-in demo study).
+    Info(cmd::info::InfoArgs),
+    /// Write a synthetic chest-CT phantom as a DICOM series, with its ground truth.
+    Phantom(cmd::phantom::PhantomArgs),
+    /// Load ONNX Runtime and say which library and version were found.
+    Runtime,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        // Until the viewer lands, the main job is `info` on the demo study.
+        None => cmd::info::run(&cmd::info::InfoArgs::default()),
+        Some(Command::Info(args)) => cmd::info::run(&args),
+        Some(Command::Phantom(args)) => cmd::phantom::run(&args),
+        Some(Command::Runtime) => cmd::runtime::run(cli.ort_lib.as_deref()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Finds and loads the ONNX Runtime shared library.
+//!
+//! `ort` is built with `load-dynamic`: the library comes from the PyPI wheel that the set-up
+//! script unpacks into `.runtime/` (no CDN is reachable here). Resolution order: an explicit path
+//! (CLI/GUI option), then `ORT_DYLIB_PATH`, then the project-local runtime folder. Loading uses
+//! `ort::init_from`, which returns an error; `ort`'s implicit loader would panic instead.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The ONNX Runtime version this build expects (ort 2.0.0-rc.15, API 31).
+pub const EXPECTED_VERSION: &str = "1.31.1";
+
+/// The library file name on this platform.
+pub fn library_file_name() -> String {
+    if cfg!(target_os = "windows") {
+        "onnxruntime.dll".into()
+    } else if cfg!(target_os = "macos") {
+        format!("libonnxruntime.{EXPECTED_VERSION}.dylib")
+    } else {
+        format!("libonnxruntime.so.{EXPECTED_VERSION}")
+    }
+}
+
+/// Where the library path came from, for messages and provenance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeSource {
+    Explicit,
+    EnvVar,
+    ProjectRuntime,
+}
+
+impl std::fmt::Display for RuntimeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Explicit => "--ort-lib option",
+            Self::EnvVar => "ORT_DYLIB_PATH",
+            Self::ProjectRuntime => "project runtime folder",
+        })
+    }
+}
+
+/// A loaded runtime.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub path: PathBuf,
+    pub source: RuntimeSource,
+    /// As ONNX Runtime reports it in its build info, e.g. `1.31.1`.
+    pub version: String,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(
+        "ONNX Runtime library not found (looked in: {}). Fix: run ./scripts/setup.sh to fetch it \
+         into .runtime/, or set ORT_DYLIB_PATH (or --ort-lib) to a {} file",
+        looked.join(", "),
+        library_file_name()
+    )]
+    NotFound { looked: Vec<String> },
+    #[error("ONNX Runtime at {} ({source_kind}) does not exist. Fix: correct the path, or unset it to use the project runtime from ./scripts/setup.sh", path.display())]
+    Missing {
+        path: PathBuf,
+        source_kind: RuntimeSource,
+    },
+    #[error("cannot load ONNX Runtime from {} ({source_kind}): {reason}", path.display())]
+    Load {
+        path: PathBuf,
+        source_kind: RuntimeSource,
+        reason: String,
+    },
+}
+
+/// The project-local runtime folder filled by `scripts/setup.sh`.
+///
+/// Looked for next to the executable (a packaged install), then above it (a build in
+/// `target/`), then in the source tree this binary was built from.
+pub fn project_runtime_candidates() -> Vec<PathBuf> {
+    let name = library_file_name();
+    let mut out = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        let mut dir = exe.parent().map(Path::to_path_buf);
+        if let Some(d) = &dir {
+            out.push(d.join("onnxruntime").join(&name));
+        }
+        while let Some(d) = dir {
+            out.push(d.join(".runtime").join("onnxruntime").join(&name));
+            dir = d.parent().map(Path::to_path_buf);
+        }
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    out.push(workspace.join(".runtime").join("onnxruntime").join(&name));
+    out.dedup();
+    out
+}
+
+/// Resolves the library path without loading it.
+pub fn locate_runtime(explicit: Option<&Path>) -> Result<(PathBuf, RuntimeSource), RuntimeError> {
+    if let Some(path) = explicit {
+        return checked(path.to_path_buf(), RuntimeSource::Explicit);
+    }
+    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+        return checked(PathBuf::from(path), RuntimeSource::EnvVar);
+    }
+    let candidates = project_runtime_candidates();
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .map(|p| (p.clone(), RuntimeSource::ProjectRuntime))
+        .ok_or_else(|| RuntimeError::NotFound {
+            looked: std::iter::once("--ort-lib (not given)".to_string())
+                .chain(std::iter::once("ORT_DYLIB_PATH (not set)".to_string()))
+                .chain(candidates.iter().map(|p| p.display().to_string()))
+                .collect(),
+        })
+}
+
+fn checked(path: PathBuf, source: RuntimeSource) -> Result<(PathBuf, RuntimeSource), RuntimeError> {
+    if path.is_file() {
+        Ok((path, source))
+    } else {
+        Err(RuntimeError::Missing {
+            path,
+            source_kind: source,
+        })
+    }
+}
+
+static LOADED: OnceLock<Result<Runtime, RuntimeError>> = OnceLock::new();
+
+/// Loads ONNX Runtime once per process; later calls return the first outcome.
+pub fn init_runtime(explicit: Option<&Path>) -> Result<Runtime, RuntimeError> {
+    LOADED
+        .get_or_init(|| {
+            let (path, source) = locate_runtime(explicit)?;
+            // Loads the library and checks its API version; the environment itself is built
+            // by the first session, with the engine's settings.
+            let _environment_builder = ort::init_from(&path).map_err(|e| RuntimeError::Load {
+                path: path.clone(),
+                source_kind: source.clone(),
+                reason: e.to_string(),
+            })?;
+            let version = version_from_build_info(ort::info()).unwrap_or_else(|| "unknown".into());
+            Ok(Runtime {
+                path,
+                source,
+                version,
+            })
+        })
+        .clone()
+}
+
+/// `ORT Build Info: git-branch=rel-1.31.1, ...` -> `1.31.1`.
+fn version_from_build_info(info: &str) -> Option<String> {
+    let branch = info.split("git-branch=").nth(1)?;
+    let branch = branch.split([',', ' ']).next()?;
+    Some(branch.trim_start_matches("rel-").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_is_read_from_build_info() {
+        let info = "ORT Build Info: git-branch=rel-1.31.1, git-commit-id=abc, build type=Release";
+        assert_eq!(version_from_build_info(info).as_deref(), Some("1.31.1"));
+        assert_eq!(version_from_build_info("nothing"), None);
+    }
+
+    #[test]
+    fn explicit_missing_path_is_refused_with_the_path() {
+        let err = locate_runtime(Some(Path::new("/nonexistent/libonnxruntime.so"))).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("/nonexistent/libonnxruntime.so"), "{text}");
+        assert!(text.contains("--ort-lib"), "{text}");
+    }
+}

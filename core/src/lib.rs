@@ -1,0 +1,15 @@
+//! Tessera's core: memory-bounded, tiled 3D detection on CT volumes.
+//!
+//! Data flows one way, one module per step: [`dicom`] (scan, group, sort, decode) ->
+//! [`volume`] (voxels + geometry) -> plan -> [`infer`] -> stitch -> detect -> report.
+//! [`phantom`] makes synthetic chest CTs with known nodules for the demo, tests and training.
+//! No GUI dependency lives here.
+
+pub mod dicom;
+pub mod geometry;
+pub mod infer;
+pub mod io;
+pub mod phantom;
+pub mod volume;
+
+pub use volume::{Geometry, SeriesInfo, Volume, Voxels};

@@ -1,0 +1,334 @@
+//! Tubes and blobs painted over the background: vessel trees, airways and nodules.
+//!
+//! Positions are in phantom millimetres: x and y from the volume's centre, z from its first
+//! slice. Vessels are the classic false-positive source (bright tapering tubes that look like
+//! nodules in cross-section), so they branch through both lungs down to about a millimetre.
+
+use serde::{Deserialize, Serialize};
+
+use super::anatomy::{Chest, hu};
+use super::rng::Rng;
+use crate::geometry::{Vec3, dot, norm, scale, sub};
+
+/// A tapering tube between two points, with an optional wall (airways).
+#[derive(Debug, Clone, Copy)]
+pub struct Tube {
+    pub a: Vec3,
+    pub b: Vec3,
+    pub radius_a_mm: f64,
+    pub radius_b_mm: f64,
+    pub hu: f32,
+    /// Wall thickness (mm) and HU, painted under the lumen.
+    pub wall: Option<(f64, f32)>,
+}
+
+impl Tube {
+    /// Distance from `p` to the axis and the tube radius at the closest axis point.
+    pub fn distance_and_radius(&self, p: Vec3) -> (f64, f64) {
+        let ab = sub(self.b, self.a);
+        let len2 = dot(ab, ab);
+        let t = if len2 > 0.0 {
+            (dot(sub(p, self.a), ab) / len2).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let closest = [
+            self.a[0] + t * ab[0],
+            self.a[1] + t * ab[1],
+            self.a[2] + t * ab[2],
+        ];
+        let radius = self.radius_a_mm + t * (self.radius_b_mm - self.radius_a_mm);
+        (norm(sub(p, closest)), radius)
+    }
+
+    /// The largest radius including the wall, for bounding boxes.
+    pub fn outer_radius_mm(&self) -> f64 {
+        self.radius_a_mm.max(self.radius_b_mm) + self.wall.map_or(0.0, |w| w.0)
+    }
+}
+
+/// Nodule appearance, as radiologists classify them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoduleKind {
+    Solid,
+    PartSolid,
+    GroundGlass,
+}
+
+/// What a nodule touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attachment {
+    Free,
+    Pleura,
+    Vessel,
+}
+
+/// A spherical nodule in phantom millimetres.
+#[derive(Debug, Clone, Copy)]
+pub struct Nodule {
+    pub centre: Vec3,
+    pub diameter_mm: f64,
+    pub kind: NoduleKind,
+    pub attachment: Attachment,
+}
+
+impl Nodule {
+    /// `(HU, coverage)` at distance `d` from the centre given the partial-volume width.
+    pub fn paint(&self, d: f64, pv_mm: f64) -> Option<(f32, f64)> {
+        let r = self.diameter_mm / 2.0;
+        let edge = coverage(r - d, pv_mm);
+        if edge <= 0.0 {
+            return None;
+        }
+        let value = match self.kind {
+            NoduleKind::Solid => 25.0,
+            NoduleKind::GroundGlass => -560.0,
+            NoduleKind::PartSolid => {
+                let core = coverage(0.45 * r - d, pv_mm) as f32;
+                -450.0 + core * 475.0
+            }
+        };
+        Some((value, edge))
+    }
+}
+
+/// Fraction of a voxel of width `pv_mm` inside a boundary `signed_mm` away (positive = inside).
+pub fn coverage(signed_mm: f64, pv_mm: f64) -> f64 {
+    (signed_mm / pv_mm + 0.5).clamp(0.0, 1.0)
+}
+
+fn in_lung(chest: &Chest, p: Vec3) -> bool {
+    let n = chest.normalised(p);
+    chest.lung(n[0], n[1], n[2]).is_some()
+}
+
+fn normalize(v: Vec3) -> Vec3 {
+    let n = norm(v);
+    if n > 0.0 {
+        scale(v, 1.0 / n)
+    } else {
+        [0.0, 0.0, 1.0]
+    }
+}
+
+fn add(a: Vec3, b: Vec3) -> Vec3 {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+
+/// Pulmonary vessels (arteries and veins) and the bronchial tree.
+pub fn vessels_and_airways(chest: &Chest, rng: &mut Rng) -> (Vec<Tube>, Vec<Tube>) {
+    let s = chest.scale();
+    let mut vessels = Vec::new();
+    let mut airways = Vec::new();
+    for side in [-1.0, 1.0] {
+        for (hilum, radius) in [
+            ([side * 0.17, 0.0, 0.55], 5.5 * s),
+            ([side * 0.16, 0.06, 0.47], 4.5 * s),
+        ] {
+            let start = chest.from_normalised(hilum);
+            for lobe_dir in [
+                [side, -0.2, 0.9],
+                [side, -0.5, 0.1],
+                [side, 0.1, 0.0],
+                [side, 0.5, -0.2],
+                [side, 0.3, -0.8],
+            ] {
+                let dir = normalize(add(lobe_dir, scale(rng.direction(), 0.25)));
+                let tube = TreeStyle {
+                    hu: hu::BLOOD,
+                    child_ratio: 0.78,
+                    wall: None,
+                    min_radius_mm: 0.6 * s,
+                    length_per_radius: 6.0,
+                };
+                grow(chest, rng, start, dir, radius, &tube, 0, &mut vessels);
+            }
+        }
+    }
+    // Trachea, carina, main bronchi, then segmental airways with a soft-tissue wall.
+    let wall = Some((1.0 * s, -120.0));
+    let top = chest.from_normalised([0.0, -0.08, 1.05]);
+    let carina = chest.from_normalised([0.0, -0.05, 0.64]);
+    airways.push(Tube {
+        a: top,
+        b: carina,
+        radius_a_mm: 8.0 * s,
+        radius_b_mm: 7.0 * s,
+        hu: hu::AIR,
+        wall,
+    });
+    for side in [-1.0, 1.0] {
+        let hilum = chest.from_normalised([side * 0.16, -0.03, 0.57]);
+        airways.push(Tube {
+            a: carina,
+            b: hilum,
+            radius_a_mm: 5.5 * s,
+            radius_b_mm: 4.5 * s,
+            hu: hu::AIR,
+            wall,
+        });
+        for lobe_dir in [[side, -0.3, 0.8], [side, 0.0, -0.7]] {
+            let dir = normalize(add(lobe_dir, scale(rng.direction(), 0.2)));
+            let tube = TreeStyle {
+                hu: hu::AIR,
+                child_ratio: 0.75,
+                wall,
+                min_radius_mm: 1.0 * s,
+                length_per_radius: 6.0,
+            };
+            grow(chest, rng, hilum, dir, 3.8 * s, &tube, 0, &mut airways);
+        }
+    }
+    (vessels, airways)
+}
+
+struct TreeStyle {
+    hu: f32,
+    child_ratio: f64,
+    wall: Option<(f64, f32)>,
+    min_radius_mm: f64,
+    length_per_radius: f64,
+}
+
+fn grow(
+    chest: &Chest,
+    rng: &mut Rng,
+    start: Vec3,
+    dir: Vec3,
+    radius: f64,
+    style: &TreeStyle,
+    depth: u32,
+    out: &mut Vec<Tube>,
+) {
+    // Roots may cross the mediastinum; branches stay inside the lungs, trying a few directions
+    // before giving up (so trees fill the lung instead of dying at its first curve).
+    let mut placed = None;
+    for attempt in 0..4 {
+        let d = if attempt == 0 {
+            dir
+        } else {
+            normalize(add(dir, scale(rng.direction(), 0.9)))
+        };
+        let length = style.length_per_radius * radius * rng.range(0.8, 1.2);
+        let end = add(start, scale(d, length));
+        if depth < 2 || in_lung(chest, end) {
+            placed = Some((d, end));
+            break;
+        }
+    }
+    let Some((dir, end)) = placed else { return };
+    out.push(Tube {
+        a: start,
+        b: end,
+        radius_a_mm: radius,
+        radius_b_mm: radius * 0.9,
+        hu: style.hu,
+        wall: style.wall,
+    });
+    let child_radius = radius * style.child_ratio;
+    if child_radius < style.min_radius_mm || depth > 14 {
+        return;
+    }
+    let children = if rng.unit() < 0.25 { 3 } else { 2 };
+    for _ in 0..children {
+        let child_dir = normalize(add(dir, scale(rng.direction(), 0.7)));
+        grow(
+            chest,
+            rng,
+            end,
+            child_dir,
+            child_radius,
+            style,
+            depth + 1,
+            out,
+        );
+    }
+}
+
+/// Places `count` nodules in the lungs: free, against the pleura, or touching a vessel.
+///
+/// Returns fewer than `count` only when the lungs are too small to hold them apart.
+pub fn place_nodules(chest: &Chest, rng: &mut Rng, vessels: &[Tube], count: usize) -> Vec<Nodule> {
+    // The widest nodule that fits a lung of this field of view (lung half-width is 0.25 u).
+    let max_diameter = (0.25 * chest.half_fov_mm[0]).min(30.0);
+    let mut nodules: Vec<Nodule> = Vec::with_capacity(count);
+    let sample_dirs = sphere_directions();
+    let big_vessels: Vec<&Tube> = vessels
+        .iter()
+        .filter(|t| t.radius_a_mm > 1.2 * chest.scale())
+        .collect();
+    for _ in 0..count {
+        for _attempt in 0..4000 {
+            let kind = match rng.unit() {
+                x if x < 0.6 => NoduleKind::Solid,
+                x if x < 0.8 => NoduleKind::PartSolid,
+                _ => NoduleKind::GroundGlass,
+            };
+            let attachment = match rng.unit() {
+                x if x < 0.6 => Attachment::Free,
+                x if x < 0.8 => Attachment::Pleura,
+                _ => Attachment::Vessel,
+            };
+            let lo = 3.0_f64.min(max_diameter);
+            let diameter = (lo.ln() + rng.unit() * (max_diameter.ln() - lo.ln())).exp();
+            let r = diameter / 2.0;
+            let centre = match attachment {
+                Attachment::Vessel if !big_vessels.is_empty() => {
+                    let tube = big_vessels[(rng.next_u64() % big_vessels.len() as u64) as usize];
+                    let t = rng.unit();
+                    let axis = normalize(sub(tube.b, tube.a));
+                    let on_axis = add(tube.a, scale(sub(tube.b, tube.a), t));
+                    let side = normalize(sub(
+                        rng.direction(),
+                        scale(axis, dot(rng.direction(), axis)),
+                    ));
+                    add(on_axis, scale(side, r + tube.radius_a_mm * 0.6))
+                }
+                _ => {
+                    let u = if rng.unit() < 0.5 { -1.0 } else { 1.0 } * rng.range(0.12, 0.6);
+                    chest.from_normalised([u, rng.range(-0.45, 0.42), rng.range(0.22, 0.88)])
+                }
+            };
+            let inside = |k: f64| {
+                sample_dirs
+                    .iter()
+                    .all(|d| in_lung(chest, add(centre, scale(*d, k * r))))
+            };
+            let ok_shape = match attachment {
+                Attachment::Free => inside(1.3),
+                Attachment::Pleura => inside(0.5) && !inside(1.1),
+                Attachment::Vessel => inside(1.0),
+            };
+            let apart = nodules
+                .iter()
+                .all(|n| norm(sub(n.centre, centre)) > r + n.diameter_mm / 2.0 + 5.0);
+            if in_lung(chest, centre) && ok_shape && apart {
+                nodules.push(Nodule {
+                    centre,
+                    diameter_mm: diameter,
+                    kind,
+                    attachment,
+                });
+                break;
+            }
+        }
+    }
+    nodules
+}
+
+/// 26 unit directions (cube corners, edges and faces) for inside-the-lung checks.
+fn sphere_directions() -> Vec<Vec3> {
+    let mut dirs = Vec::with_capacity(26);
+    for x in [-1.0, 0.0, 1.0] {
+        for y in [-1.0, 0.0, 1.0] {
+            for z in [-1.0, 0.0, 1.0] {
+                if x != 0.0 || y != 0.0 || z != 0.0 {
+                    dirs.push(normalize([x, y, z]));
+                }
+            }
+        }
+    }
+    dirs
+}

@@ -1,0 +1,171 @@
+//! A CT volume: voxels in Hounsfield units plus the geometry that places them in the patient.
+//!
+//! Storage order is ndarray `[z, y, x]` (slice, row, column), so one axial slice is contiguous.
+//! Sizes and spacings are given in `x, y, z` order everywhere else; [`Geometry`] converts.
+//! This module never reads files: `dicom` and `phantom` build volumes.
+
+use ndarray::Array3;
+use serde::{Deserialize, Serialize};
+
+use crate::geometry::{Affine3, Vec3, dot, norm};
+
+/// Voxel values, kept as `i16` HU when the stored values and the rescale allow it exactly.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Voxels {
+    /// HU, `[z, y, x]`.
+    I16(Array3<i16>),
+    /// HU, `[z, y, x]`: used when a rescale slope or intercept makes the values non-integer.
+    F32(Array3<f32>),
+}
+
+impl Voxels {
+    /// `[x, y, z]` sizes.
+    pub fn size(&self) -> [usize; 3] {
+        let (z, y, x) = match self {
+            Self::I16(a) => a.dim(),
+            Self::F32(a) => a.dim(),
+        };
+        [x, y, z]
+    }
+
+    /// The value at voxel `[x, y, z]`, or `None` outside the volume.
+    pub fn hu_at(&self, [x, y, z]: [usize; 3]) -> Option<f32> {
+        match self {
+            Self::I16(a) => a.get([z, y, x]).map(|v| f32::from(*v)),
+            Self::F32(a) => a.get([z, y, x]).copied(),
+        }
+    }
+
+    /// A copy as `f32` HU, `[z, y, x]`.
+    pub fn to_f32(&self) -> Array3<f32> {
+        match self {
+            Self::I16(a) => a.mapv(f32::from),
+            Self::F32(a) => a.clone(),
+        }
+    }
+
+    pub fn is_i16(&self) -> bool {
+        matches!(self, Self::I16(_))
+    }
+}
+
+/// Where the voxel grid sits in the patient.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Geometry {
+    /// Voxel counts `[x, y, z]`.
+    pub size: [usize; 3],
+    /// Distance between voxel centres along each axis `[x, y, z]`, millimetres.
+    pub spacing_mm: Vec3,
+    /// Maps voxel indices `[x, y, z]` (centre of voxel 0 at 0) to LPS millimetres. Its columns
+    /// are the axis directions times the spacing; the z column is not orthogonal to the others
+    /// when the series has a gantry tilt.
+    pub world_from_voxel: Affine3,
+}
+
+impl Geometry {
+    /// Axis-aligned geometry (identity directions), as the phantom uses.
+    pub fn axis_aligned(size: [usize; 3], spacing_mm: Vec3, origin_lps_mm: Vec3) -> Self {
+        let [sx, sy, sz] = spacing_mm;
+        Self {
+            size,
+            spacing_mm,
+            world_from_voxel: Affine3::from_columns(
+                [[sx, 0.0, 0.0], [0.0, sy, 0.0], [0.0, 0.0, sz]],
+                origin_lps_mm,
+            ),
+        }
+    }
+
+    /// World position of the centre of voxel 0.
+    pub fn origin_lps_mm(&self) -> Vec3 {
+        self.world_from_voxel.translation
+    }
+
+    /// Unit direction of voxel axis `axis` in LPS.
+    pub fn direction(&self, axis: usize) -> Vec3 {
+        let column = self.world_from_voxel.column(axis);
+        let length = norm(column);
+        if length == 0.0 {
+            return column;
+        }
+        [column[0] / length, column[1] / length, column[2] / length]
+    }
+
+    /// Angle between the z axis and the normal of the x/y plane, degrees (0 without tilt).
+    pub fn tilt_deg(&self) -> f64 {
+        let normal = crate::geometry::cross(self.direction(0), self.direction(1));
+        dot(normal, self.direction(2))
+            .clamp(-1.0, 1.0)
+            .acos()
+            .to_degrees()
+    }
+
+    pub fn voxel_count(&self) -> usize {
+        self.size.iter().product()
+    }
+
+    /// The extent formatted `XxYxZ`.
+    pub fn size_label(&self) -> String {
+        format_size(self.size)
+    }
+}
+
+/// `XxYxZ`, the project's way of writing a size.
+pub fn format_size(size: [usize; 3]) -> String {
+    format!("{}x{}x{}", size[0], size[1], size[2])
+}
+
+/// What a viewer shows about where a volume came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesInfo {
+    pub series_uid: String,
+    pub study_uid: String,
+    pub modality: String,
+    pub series_description: String,
+    pub series_number: Option<i64>,
+    pub patient_name: String,
+    pub patient_id: String,
+    pub study_date: String,
+    pub study_description: String,
+    pub manufacturer: String,
+    /// Window from the files (centre, width in HU), when they carry one.
+    pub window_hu: Option<(f64, f64)>,
+    pub slice_thickness_mm: Option<f64>,
+}
+
+/// A loaded volume: voxels, geometry, provenance and what was odd about it.
+#[derive(Debug, Clone)]
+pub struct Volume {
+    pub voxels: Voxels,
+    pub geometry: Geometry,
+    pub info: SeriesInfo,
+    /// Things a reader should know (uneven spacing, interpolated slices, tilt...).
+    pub warnings: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_aligned_geometry_maps_voxels_to_mm() {
+        let g = Geometry::axis_aligned([4, 5, 6], [0.5, 0.5, 2.0], [-10.0, -20.0, 30.0]);
+        assert_eq!(
+            g.world_from_voxel.apply([2.0, 4.0, 3.0]),
+            [-9.0, -18.0, 36.0]
+        );
+        assert_eq!(g.size_label(), "4x5x6");
+        assert_eq!(g.tilt_deg(), 0.0);
+        assert_eq!(g.voxel_count(), 120);
+    }
+
+    #[test]
+    fn voxels_report_xyz_size_and_values() {
+        let mut a = Array3::<i16>::zeros((3, 2, 4));
+        a[[2, 1, 3]] = -1000;
+        let v = Voxels::I16(a);
+        assert_eq!(v.size(), [4, 2, 3]);
+        assert_eq!(v.hu_at([3, 1, 2]), Some(-1000.0));
+        assert_eq!(v.hu_at([4, 1, 2]), None);
+    }
+}
