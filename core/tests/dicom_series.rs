@@ -1,5 +1,8 @@
 //! Synthetic DICOM series, one per edge case, written by the test and read back.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 
 use tessera_core::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};

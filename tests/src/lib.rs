@@ -1,1 +1,55 @@
-//! End-to-end tests live in `tests/`.
+//! Helpers for Tessera's end-to-end tests: where the shared real data is, and how to say so
+//! when it is missing.
+//!
+//! Real data lives in `../shared/data` beside the checkout (CI has it) and is never copied into
+//! the repository. In CI (`CI` set) a missing folder fails the test with a clear message;
+//! elsewhere the test prints why it is skipped and passes.
+
+// Test helpers: failing loudly is their job.
+#![allow(clippy::panic)]
+
+use std::path::PathBuf;
+
+/// The shared data folder: `$TESSERA_DATA_DIR`, else `<workspace>/../shared/data`.
+pub fn shared_data_dir() -> PathBuf {
+    match std::env::var_os("TESSERA_DATA_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+    }
+}
+
+/// `relative` under the shared data folder, or `None` (after saying why) outside CI.
+///
+/// # Panics
+/// In CI, when the data is missing: a test that silently skips there would prove nothing.
+pub fn shared_data(relative: &str) -> Option<PathBuf> {
+    let path = shared_data_dir().join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    let message = format!(
+        "real data {} is missing (set TESSERA_DATA_DIR or place ../shared/data beside the checkout)",
+        path.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{message}; CI must have it");
+    }
+    eprintln!("SKIPPED: {message}");
+    None
+}
+
+/// Whether the project's ONNX Runtime is in place (the set-up script fetches it).
+///
+/// # Panics
+/// In CI, when it is missing: the test command runs the set-up first, so it must be there.
+pub fn runtime_available() -> bool {
+    let found = tessera_core::infer::locate_runtime(None).is_ok();
+    if !found {
+        let message = "ONNX Runtime not found: run ./scripts/setup.sh";
+        if std::env::var_os("CI").is_some() {
+            panic!("{message}; CI runs it before the tests");
+        }
+        eprintln!("SKIPPED: {message}");
+    }
+    found
+}

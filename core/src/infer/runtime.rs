@@ -45,7 +45,7 @@ impl std::fmt::Display for RuntimeSource {
 pub struct Runtime {
     pub path: PathBuf,
     pub source: RuntimeSource,
-    /// As ONNX Runtime reports it in its build info, e.g. `1.31.1`.
+    /// As the library reports it, e.g. `1.31.1`.
     pub version: String,
 }
 
@@ -140,7 +140,7 @@ pub fn init_runtime(explicit: Option<&Path>) -> Result<Runtime, RuntimeError> {
                 source_kind: source.clone(),
                 reason: e.to_string(),
             })?;
-            let version = version_from_build_info(ort::info()).unwrap_or_else(|| "unknown".into());
+            let version = library_version(&path).unwrap_or_else(|| "unknown".into());
             Ok(Runtime {
                 path,
                 source,
@@ -150,23 +150,40 @@ pub fn init_runtime(explicit: Option<&Path>) -> Result<Runtime, RuntimeError> {
         .clone()
 }
 
-/// `ORT Build Info: git-branch=rel-1.31.1, ...` -> `1.31.1`.
-fn version_from_build_info(info: &str) -> Option<String> {
-    let branch = info.split("git-branch=").nth(1)?;
-    let branch = branch.split([',', ' ']).next()?;
-    Some(branch.trim_start_matches("rel-").to_string())
+/// The version the library reports through `OrtGetApiBase()->GetVersionString()`.
+///
+/// `ort` reads it while loading but does not expose it, and the build-info string of the PyPI
+/// build says only `git-branch=HEAD`; outputs must name the real version, so ask the library.
+#[allow(unsafe_code)]
+fn library_version(path: &Path) -> Option<String> {
+    // SAFETY: the library was just loaded by `ort::init_from` from this same path, so opening it
+    // again only takes another reference; `OrtGetApiBase` has this exact C signature in every
+    // ONNX Runtime release, and `GetVersionString` returns a static NUL-terminated string.
+    unsafe {
+        let library = libloading::Library::new(path).ok()?;
+        let get_api_base: libloading::Symbol<
+            '_,
+            unsafe extern "system" fn() -> *const ort::sys::OrtApiBase,
+        > = library.get(b"OrtGetApiBase").ok()?;
+        let base = get_api_base();
+        if base.is_null() {
+            return None;
+        }
+        let text = ((*base).GetVersionString)();
+        if text.is_null() {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr(text)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn version_is_read_from_build_info() {
-        let info = "ORT Build Info: git-branch=rel-1.31.1, git-commit-id=abc, build type=Release";
-        assert_eq!(version_from_build_info(info).as_deref(), Some("1.31.1"));
-        assert_eq!(version_from_build_info("nothing"), None);
-    }
 
     #[test]
     fn explicit_missing_path_is_refused_with_the_path() {

@@ -100,10 +100,7 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
     }
     let [nx, ny, nz] = spec.size;
     let [sx, sy, sz] = spec.spacing_mm;
-    let chest = Chest {
-        half_fov_mm: [nx as f64 * sx / 2.0, ny as f64 * sy / 2.0],
-        extent_z_mm: (nz as f64 - 1.0) * sz,
-    };
+    let chest = chest(spec);
     let mut rng = Rng::new(spec.seed);
     let (vessels, airways) = structures::vessels_and_airways(&chest, &mut rng.fork(1));
     let nodules = structures::place_nodules(&chest, &mut rng.fork(2), &vessels, spec.nodules);
@@ -125,7 +122,7 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
     let mut hu = render::paint(&scene);
     render::blur(&mut hu);
     let voxels =
-        render::add_noise_and_quantise(&hu, spec.noise_hu, rng::mix(spec.seed ^ 0x6E01_5E));
+        render::add_noise_and_quantise(&hu, spec.noise_hu, rng::mix(spec.seed ^ 0x006E_015E));
 
     // Centred on the scanner isocentre in x/y; z runs upwards from below the lungs.
     let origin = [
@@ -134,7 +131,7 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
         -(nz as f64 - 1.0) * sz / 2.0,
     ];
     let geometry = Geometry::axis_aligned(spec.size, spec.spacing_mm, origin);
-    let truth = Truth::new(spec, &geometry, &chest, &nodules);
+    let truth = Truth::new(spec, &geometry, &nodules);
     let volume = Volume {
         voxels: Voxels::I16(voxels),
         geometry,
@@ -146,6 +143,24 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
         volume,
         truth,
     })
+}
+
+/// The analytic chest fitted to `spec`'s field of view.
+pub fn chest(spec: &PhantomSpec) -> Chest {
+    let [nx, ny, nz] = spec.size;
+    let [sx, sy, sz] = spec.spacing_mm;
+    Chest {
+        half_fov_mm: [nx as f64 * sx / 2.0, ny as f64 * sy / 2.0],
+        extent_z_mm: (nz as f64 - 1.0) * sz,
+    }
+}
+
+/// The lung (if any) at an LPS position of the phantom made from `spec`.
+pub fn lung_at(spec: &PhantomSpec, geometry: &Geometry, lps_mm: [f64; 3]) -> Option<anatomy::Side> {
+    // Phantom millimetres: x and y from the centre, z from the first slice.
+    let z0 = geometry.origin_lps_mm()[2];
+    let n = chest(spec).normalised([lps_mm[0], lps_mm[1], lps_mm[2] - z0]);
+    chest(spec).lung(n[0], n[1], n[2])
 }
 
 /// Patient, study and series fields, all derived from the seed.

@@ -143,7 +143,13 @@ pub fn vessels_and_airways(chest: &Chest, rng: &mut Rng) -> (Vec<Tube>, Vec<Tube
                     min_radius_mm: 0.6 * s,
                     length_per_radius: 6.0,
                 };
-                grow(chest, rng, start, dir, radius, &tube, 0, &mut vessels);
+                Grower {
+                    chest,
+                    rng,
+                    style: &tube,
+                    out: &mut vessels,
+                }
+                .grow(start, dir, radius, 0);
             }
         }
     }
@@ -178,7 +184,13 @@ pub fn vessels_and_airways(chest: &Chest, rng: &mut Rng) -> (Vec<Tube>, Vec<Tube
                 min_radius_mm: 1.0 * s,
                 length_per_radius: 6.0,
             };
-            grow(chest, rng, hilum, dir, 3.8 * s, &tube, 0, &mut airways);
+            Grower {
+                chest,
+                rng,
+                style: &tube,
+                out: &mut airways,
+            }
+            .grow(hilum, dir, 3.8 * s, 0);
         }
     }
     (vessels, airways)
@@ -192,58 +204,50 @@ struct TreeStyle {
     length_per_radius: f64,
 }
 
-fn grow(
-    chest: &Chest,
-    rng: &mut Rng,
-    start: Vec3,
-    dir: Vec3,
-    radius: f64,
-    style: &TreeStyle,
-    depth: u32,
-    out: &mut Vec<Tube>,
-) {
-    // Roots may cross the mediastinum; branches stay inside the lungs, trying a few directions
-    // before giving up (so trees fill the lung instead of dying at its first curve).
-    let mut placed = None;
-    for attempt in 0..4 {
-        let d = if attempt == 0 {
-            dir
-        } else {
-            normalize(add(dir, scale(rng.direction(), 0.9)))
-        };
-        let length = style.length_per_radius * radius * rng.range(0.8, 1.2);
-        let end = add(start, scale(d, length));
-        if depth < 2 || in_lung(chest, end) {
-            placed = Some((d, end));
-            break;
+/// Grows one branching tree into `out`, each call one segment and its children.
+struct Grower<'a> {
+    chest: &'a Chest,
+    rng: &'a mut Rng,
+    style: &'a TreeStyle,
+    out: &'a mut Vec<Tube>,
+}
+
+impl Grower<'_> {
+    fn grow(&mut self, start: Vec3, dir: Vec3, radius: f64, depth: u32) {
+        // Roots may cross the mediastinum; branches stay inside the lungs, trying a few
+        // directions before giving up (so trees fill the lung instead of dying at its first curve).
+        let mut placed = None;
+        for attempt in 0..4 {
+            let d = if attempt == 0 {
+                dir
+            } else {
+                normalize(add(dir, scale(self.rng.direction(), 0.9)))
+            };
+            let length = self.style.length_per_radius * radius * self.rng.range(0.8, 1.2);
+            let end = add(start, scale(d, length));
+            if depth < 2 || in_lung(self.chest, end) {
+                placed = Some((d, end));
+                break;
+            }
         }
-    }
-    let Some((dir, end)) = placed else { return };
-    out.push(Tube {
-        a: start,
-        b: end,
-        radius_a_mm: radius,
-        radius_b_mm: radius * 0.9,
-        hu: style.hu,
-        wall: style.wall,
-    });
-    let child_radius = radius * style.child_ratio;
-    if child_radius < style.min_radius_mm || depth > 14 {
-        return;
-    }
-    let children = if rng.unit() < 0.25 { 3 } else { 2 };
-    for _ in 0..children {
-        let child_dir = normalize(add(dir, scale(rng.direction(), 0.7)));
-        grow(
-            chest,
-            rng,
-            end,
-            child_dir,
-            child_radius,
-            style,
-            depth + 1,
-            out,
-        );
+        let Some((dir, end)) = placed else { return };
+        self.out.push(Tube {
+            a: start,
+            b: end,
+            radius_a_mm: radius,
+            radius_b_mm: radius * 0.9,
+            hu: self.style.hu,
+            wall: self.style.wall,
+        });
+        let child_radius = radius * self.style.child_ratio;
+        if child_radius < self.style.min_radius_mm || depth > 14 {
+            return;
+        }
+        let children = if self.rng.unit() < 0.25 { 3 } else { 2 };
+        for _ in 0..children {
+            let child_dir = normalize(add(dir, scale(self.rng.direction(), 0.7)));
+            self.grow(end, child_dir, child_radius, depth + 1);
+        }
     }
 }
 

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::PhantomSpec;
-use super::anatomy::Chest;
 use super::structures::{Attachment, Nodule, NoduleKind};
 use crate::volume::Geometry;
 
@@ -17,7 +16,7 @@ pub struct NoduleTruth {
     pub center_lps_mm: [f64; 3],
     /// Fractional voxel coordinates `[x, y, z]` of the centre.
     pub center_voxel: [f64; 3],
-    /// Voxels whose centres lie inside the sphere: `min` inclusive, `max` exclusive.
+    /// Voxels the sphere overlaps: `min` inclusive, `max` exclusive.
     pub box_voxel: VoxelBox,
     pub box_lps_mm: MmBox,
 }
@@ -46,12 +45,7 @@ pub struct Truth {
 }
 
 impl Truth {
-    pub(super) fn new(
-        spec: &PhantomSpec,
-        geometry: &Geometry,
-        chest: &Chest,
-        nodules: &[Nodule],
-    ) -> Self {
+    pub(super) fn new(spec: &PhantomSpec, geometry: &Geometry, nodules: &[Nodule]) -> Self {
         let origin = geometry.origin_lps_mm();
         let nodules = nodules
             .iter()
@@ -63,18 +57,17 @@ impl Truth {
                 let center_voxel: [f64; 3] = std::array::from_fn(|a| {
                     (center_lps_mm[a] - origin[a]) / geometry.spacing_mm[a]
                 });
+                // Voxel i covers [i - 0.5, i + 0.5): keep every voxel the sphere overlaps.
                 let box_voxel = VoxelBox {
                     min: std::array::from_fn(|a| {
-                        (center_voxel[a] - r / geometry.spacing_mm[a])
-                            .ceil()
-                            .max(0.0) as usize
+                        let lo = center_voxel[a] - r / geometry.spacing_mm[a] - 0.5;
+                        (lo.floor() + 1.0).max(0.0) as usize
                     }),
                     max: std::array::from_fn(|a| {
-                        let hi = (center_voxel[a] + r / geometry.spacing_mm[a]).floor() + 1.0;
+                        let hi = (center_voxel[a] + r / geometry.spacing_mm[a] + 0.5).ceil();
                         (hi.max(0.0) as usize).min(geometry.size[a])
                     }),
                 };
-                let _ = chest;
                 NoduleTruth {
                     id,
                     kind: n.kind,
