@@ -33,6 +33,8 @@ enum Command {
     Phantom(cmd::phantom::PhantomArgs),
     /// Load ONNX Runtime and say which library and version were found.
     Runtime,
+    /// Print speed figures (loading a series, generating a phantom).
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Some(Command::Info(args)) => cmd::info::run(&args),
         Some(Command::Phantom(args)) => cmd::phantom::run(&args),
         Some(Command::Runtime) => cmd::runtime::run(cli.ort_lib.as_deref()),
+        Some(Command::Bench(args)) => cmd::bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

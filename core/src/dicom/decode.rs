@@ -2,9 +2,9 @@
 //!
 //! Stored values are read from the decoded native bytes (bits stored masked, sign extended) and
 //! rescaled to HU with each frame's own slope and intercept. The volume stays `i16` when that is
-//! exact (integer rescale, values in range); otherwise it is `f32`.
-
-use std::path::Path;
+//! exact (slope 1, whole intercept, values in range), computed in integers; otherwise it is
+//! `f32`. Interpolated slices (missing from the series) are rounded to whole HU in an `i16`
+//! volume: they are synthetic, so nothing measured is lost.
 
 use dicom_dictionary_std::tags;
 use dicom_encoding::TransferSyntaxIndex;
@@ -15,6 +15,7 @@ use ndarray::Array3;
 use rayon::prelude::*;
 
 use super::DicomError;
+use super::header::FileHeader;
 use super::layout::{FrameRef, SeriesLayout, SliceSource};
 use super::scan::SeriesFiles;
 use crate::volume::{Volume, Voxels};
@@ -22,21 +23,33 @@ use crate::volume::{Volume, Voxels};
 /// Checks that every file's transfer syntax can be decoded here, before any decoding starts.
 pub fn check_transfer_syntaxes(series: &SeriesFiles) -> Result<(), DicomError> {
     for file in &series.files {
-        check_transfer_syntax(&file.transfer_syntax_uid, &file.path)?;
+        let uid = file.transfer_syntax_uid.as_str();
+        let unsupported = |name: &str| DicomError::UnsupportedTransferSyntax {
+            name: name.to_string(),
+            uid: uid.to_string(),
+            path: file.path.clone(),
+        };
+        match TransferSyntaxRegistry.get(uid) {
+            None => return Err(unsupported("unknown")),
+            Some(ts) if !ts.can_decode_all() => return Err(unsupported(ts.name())),
+            Some(_) => {}
+        }
     }
     Ok(())
 }
 
-fn check_transfer_syntax(uid: &str, path: &Path) -> Result<(), DicomError> {
-    let unsupported = |name: &str| DicomError::UnsupportedTransferSyntax {
-        name: name.to_string(),
-        uid: uid.to_string(),
-        path: path.to_path_buf(),
-    };
-    match TransferSyntaxRegistry.get(uid) {
-        None => Err(unsupported("unknown")),
-        Some(ts) if !ts.can_decode_all() => Err(unsupported(ts.name())),
-        Some(_) => Ok(()),
+/// One decoded frame in HU.
+enum Frame {
+    I16(Vec<i16>),
+    F32(Vec<f32>),
+}
+
+impl Frame {
+    fn value(&self, i: usize) -> f32 {
+        match self {
+            Self::I16(v) => f32::from(v[i]),
+            Self::F32(v) => v[i],
+        }
     }
 }
 
@@ -53,57 +66,43 @@ pub fn decode(series: &SeriesFiles, layout: &SeriesLayout) -> Result<Volume, Dic
             needed[frame_ref.file].push(frame_ref.frame);
         }
     }
-    let decoded: Vec<Vec<(u32, Vec<f32>)>> = series
+    let decoded: Vec<Vec<(u32, Frame)>> = series
         .files
         .par_iter()
         .zip(needed.par_iter_mut())
         .map(|(file, frames)| {
             frames.sort_unstable();
             frames.dedup();
-            decode_file(&file.path, frames, frame_len, &series_frame_rescale(file))
+            decode_file(file, frames, frame_len)
         })
         .collect::<Result<_, _>>()?;
-    let lookup = |frame_ref: FrameRef| -> &[f32] {
-        // Invariant: every frame in `needed` was decoded above, in the same order.
+    let lookup = |frame_ref: FrameRef| -> &Frame {
+        // Invariant: every frame in `needed` was decoded above, sorted by frame index.
         let file_frames = &decoded[frame_ref.file];
         let at = file_frames.partition_point(|(f, _)| *f < frame_ref.frame);
         &file_frames[at].1
     };
 
-    let integer_rescale = series
-        .files
+    let all_integer = decoded
         .iter()
-        .flat_map(|f| f.frames.iter())
-        .all(|f| f.rescale_slope == 1.0 && f.rescale_intercept.fract() == 0.0);
-    let voxels = if integer_rescale {
+        .flatten()
+        .all(|(_, f)| matches!(f, Frame::I16(_)));
+    let voxels = if all_integer {
         let mut volume = Array3::<i16>::zeros((nz, ny, nx));
-        let fits = volume
-            .as_slice_mut()
-            .map(|flat| {
-                flat.par_chunks_mut(frame_len)
-                    .zip(layout.slices.par_iter())
-                    .all(|(out, slice)| fill_i16(out, slice, &lookup))
-            })
-            .unwrap_or(false);
-        if fits {
-            Some(Voxels::I16(volume))
-        } else {
-            None
+        if let Some(flat) = volume.as_slice_mut() {
+            flat.par_chunks_mut(frame_len)
+                .zip(layout.slices.par_iter())
+                .for_each(|(out, slice)| fill_i16(out, slice, &lookup));
         }
+        Voxels::I16(volume)
     } else {
-        None
-    };
-    let voxels = match voxels {
-        Some(v) => v,
-        None => {
-            let mut volume = Array3::<f32>::zeros((nz, ny, nx));
-            if let Some(flat) = volume.as_slice_mut() {
-                flat.par_chunks_mut(frame_len)
-                    .zip(layout.slices.par_iter())
-                    .for_each(|(out, slice)| fill_f32(out, slice, &lookup));
-            }
-            Voxels::F32(volume)
+        let mut volume = Array3::<f32>::zeros((nz, ny, nx));
+        if let Some(flat) = volume.as_slice_mut() {
+            flat.par_chunks_mut(frame_len)
+                .zip(layout.slices.par_iter())
+                .for_each(|(out, slice)| fill_f32(out, slice, &lookup));
         }
+        Voxels::F32(volume)
     };
     Ok(Volume {
         voxels,
@@ -120,73 +119,58 @@ fn frame_refs(slice: &SliceSource) -> Vec<FrameRef> {
     }
 }
 
-fn fill_f32<'a>(out: &mut [f32], slice: &SliceSource, lookup: &impl Fn(FrameRef) -> &'a [f32]) {
+fn fill_i16<'a>(out: &mut [i16], slice: &SliceSource, lookup: &impl Fn(FrameRef) -> &'a Frame) {
     match *slice {
-        SliceSource::Frame(f) => out.copy_from_slice(lookup(f)),
+        SliceSource::Frame(f) => {
+            if let Frame::I16(values) = lookup(f) {
+                out.copy_from_slice(values);
+            }
+        }
         SliceSource::Blend {
             below,
             above,
             weight,
         } => {
             let (lo, hi, w) = (lookup(below), lookup(above), weight as f32);
-            for ((o, a), b) in out.iter_mut().zip(lo).zip(hi) {
+            for (i, o) in out.iter_mut().enumerate() {
+                let (a, b) = (lo.value(i), hi.value(i));
+                // Between two i16 values: always in range.
+                *o = (a + w * (b - a)).round() as i16;
+            }
+        }
+    }
+}
+
+fn fill_f32<'a>(out: &mut [f32], slice: &SliceSource, lookup: &impl Fn(FrameRef) -> &'a Frame) {
+    match *slice {
+        SliceSource::Frame(f) => match lookup(f) {
+            Frame::F32(values) => out.copy_from_slice(values),
+            Frame::I16(values) => {
+                for (o, v) in out.iter_mut().zip(values) {
+                    *o = f32::from(*v);
+                }
+            }
+        },
+        SliceSource::Blend {
+            below,
+            above,
+            weight,
+        } => {
+            let (lo, hi, w) = (lookup(below), lookup(above), weight as f32);
+            for (i, o) in out.iter_mut().enumerate() {
+                let (a, b) = (lo.value(i), hi.value(i));
                 *o = a + w * (b - a);
             }
         }
     }
 }
 
-/// Fills one slice as `i16`; `false` when a value does not fit (the caller falls back to f32).
-fn fill_i16<'a>(
-    out: &mut [i16],
-    slice: &SliceSource,
-    lookup: &impl Fn(FrameRef) -> &'a [f32],
-) -> bool {
-    let convert = |v: f32| -> Option<i16> {
-        let r = v.round();
-        (r >= f32::from(i16::MIN) && r <= f32::from(i16::MAX)).then_some(r as i16)
-    };
-    match *slice {
-        SliceSource::Frame(f) => {
-            for (o, v) in out.iter_mut().zip(lookup(f)) {
-                match convert(*v) {
-                    Some(x) => *o = x,
-                    None => return false,
-                }
-            }
-        }
-        SliceSource::Blend {
-            below,
-            above,
-            weight,
-        } => {
-            // Interpolated slices are synthetic: rounding them to whole HU loses nothing real.
-            let (lo, hi, w) = (lookup(below), lookup(above), weight as f32);
-            for ((o, a), b) in out.iter_mut().zip(lo).zip(hi) {
-                match convert(a + w * (b - a)) {
-                    Some(x) => *o = x,
-                    None => return false,
-                }
-            }
-        }
-    }
-    true
-}
-
-/// Rescale per frame, as the header read it (enhanced CT may differ frame to frame).
-fn series_frame_rescale(file: &super::header::FileHeader) -> Vec<(u32, f64, f64)> {
-    file.frames
-        .iter()
-        .map(|f| (f.frame, f.rescale_slope, f.rescale_intercept))
-        .collect()
-}
-
 fn decode_file(
-    path: &Path,
+    file: &FileHeader,
     frames: &[u32],
     frame_len: usize,
-    rescale: &[(u32, f64, f64)],
-) -> Result<Vec<(u32, Vec<f32>)>, DicomError> {
+) -> Result<Vec<(u32, Frame)>, DicomError> {
+    let path = file.path.as_path();
     let fail = |reason: String| DicomError::Decode {
         path: path.to_path_buf(),
         reason,
@@ -208,68 +192,131 @@ fn decode_file(
             pixels.photometric_interpretation()
         )));
     }
+    let format = SampleFormat::of(&pixels).map_err(&fail)?;
     frames
         .iter()
         .map(|&frame| {
-            let (slope, intercept) = rescale
+            let (slope, intercept) = file
+                .frames
                 .iter()
-                .find(|(f, _, _)| *f == frame)
-                .map_or((1.0, 0.0), |(_, s, i)| (*s, *i));
-            let values = stored_values(&pixels, frame, frame_len).map_err(&fail)?;
-            let hu = values
-                .into_iter()
-                .map(|v| (v * slope + intercept) as f32)
-                .collect();
-            Ok((frame, hu))
+                .find(|f| f.frame == frame)
+                .map_or((1.0, 0.0), |f| (f.rescale_slope, f.rescale_intercept));
+            let bytes = pixels.frame_data(frame).map_err(|e| fail(e.to_string()))?;
+            let expected = frame_len * format.bytes_per_sample;
+            if bytes.len() < expected {
+                return Err(fail(format!(
+                    "frame {frame} has {} bytes of pixel data, {expected} expected (truncated?)",
+                    bytes.len()
+                )));
+            }
+            let bytes = &bytes[..expected];
+            let integer = slope == 1.0 && intercept.fract() == 0.0 && intercept.abs() < 65536.0;
+            let values = match integer
+                .then(|| format.to_i16(bytes, intercept as i32))
+                .flatten()
+            {
+                Some(values) => Frame::I16(values),
+                None => Frame::F32(format.to_f32(bytes, slope, intercept)),
+            };
+            Ok((frame, values))
         })
         .collect()
 }
 
-/// The stored sample values of one frame, as `f64` (exact for every integer DICOM allows).
-fn stored_values(
-    pixels: &DecodedPixelData<'_>,
-    frame: u32,
-    frame_len: usize,
-) -> Result<Vec<f64>, String> {
-    let bytes = pixels.frame_data(frame).map_err(|e| e.to_string())?;
-    let bits_allocated = pixels.bits_allocated();
-    let bits_stored = u32::from(pixels.bits_stored().clamp(1, bits_allocated.max(1)));
-    let signed = pixels.pixel_representation() == PixelRepresentation::Signed;
-    let bytes_per_sample = usize::from(bits_allocated / 8);
-    if !matches!(bits_allocated, 8 | 16 | 32) {
-        return Err(format!(
-            "{bits_allocated} bits allocated per sample is not supported"
-        ));
-    }
-    if bytes.len() < frame_len * bytes_per_sample {
-        return Err(format!(
-            "frame {frame} has {} bytes of pixel data, {} expected (truncated?)",
-            bytes.len(),
-            frame_len * bytes_per_sample
-        ));
-    }
-    let mask: u32 = if bits_stored >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << bits_stored) - 1
-    };
-    let sign_bit: u32 = 1u32 << (bits_stored - 1);
-    let value = |raw: u32| -> f64 {
-        let v = raw & mask;
-        if signed && v & sign_bit != 0 {
-            f64::from(v) - f64::from(mask) - 1.0
-        } else {
-            f64::from(v)
+/// How stored samples are laid out in the decoded bytes (little endian, native).
+struct SampleFormat {
+    bytes_per_sample: usize,
+    bits_stored: u32,
+    signed: bool,
+}
+
+impl SampleFormat {
+    fn of(pixels: &DecodedPixelData<'_>) -> Result<Self, String> {
+        let bits_allocated = pixels.bits_allocated();
+        if !matches!(bits_allocated, 8 | 16 | 32) {
+            return Err(format!(
+                "{bits_allocated} bits allocated per sample is not supported"
+            ));
         }
-    };
-    let samples = bytes[..frame_len * bytes_per_sample].chunks_exact(bytes_per_sample);
-    Ok(match bytes_per_sample {
-        1 => samples.map(|b| value(u32::from(b[0]))).collect(),
-        2 => samples
-            .map(|b| value(u32::from(u16::from_le_bytes([b[0], b[1]]))))
-            .collect(),
-        _ => samples
-            .map(|b| value(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-            .collect(),
-    })
+        Ok(Self {
+            bytes_per_sample: usize::from(bits_allocated / 8),
+            bits_stored: u32::from(pixels.bits_stored().clamp(1, bits_allocated)),
+            signed: pixels.pixel_representation() == PixelRepresentation::Signed,
+        })
+    }
+
+    /// Calls `f` with the stored value of each sample: bits stored masked and, if signed, sign
+    /// extended (shifting to the top of an i64 and back does both). One loop per sample width,
+    /// so that the compiler can vectorise each.
+    fn for_each_stored(&self, bytes: &[u8], mut f: impl FnMut(i64)) {
+        let shift = 64 - self.bits_stored;
+        let extend = |raw: u64| {
+            if self.signed {
+                ((raw << shift) as i64) >> shift
+            } else {
+                ((raw << shift) >> shift) as i64
+            }
+        };
+        match self.bytes_per_sample {
+            1 => bytes.iter().for_each(|b| f(extend(u64::from(*b)))),
+            2 => bytes
+                .chunks_exact(2)
+                .for_each(|b| f(extend(u64::from(u16::from_le_bytes([b[0], b[1]]))))),
+            _ => bytes.chunks_exact(4).for_each(|b| {
+                f(extend(u64::from(u32::from_le_bytes([
+                    b[0], b[1], b[2], b[3],
+                ]))))
+            }),
+        }
+    }
+
+    /// `stored + intercept` as i16, or `None` if a value does not fit.
+    fn to_i16(&self, bytes: &[u8], intercept: i32) -> Option<Vec<i16>> {
+        let mut out = vec![0i16; bytes.len() / self.bytes_per_sample];
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        if self.bytes_per_sample == 2 {
+            // The common CT case, in i32 and without branches so that it vectorises.
+            let shift = 32 - self.bits_stored;
+            let (lo32, hi32) = if self.signed {
+                convert_u16(bytes, &mut out, |raw| {
+                    ((raw << shift) as i32 >> shift) + intercept
+                })
+            } else {
+                convert_u16(bytes, &mut out, |raw| {
+                    ((raw << shift) >> shift) as i32 + intercept
+                })
+            };
+            (lo, hi) = (i64::from(lo32), i64::from(hi32));
+        } else {
+            let mut values = out.iter_mut();
+            self.for_each_stored(bytes, |v| {
+                let hu = v + i64::from(intercept);
+                (lo, hi) = (lo.min(hu), hi.max(hu));
+                if let Some(o) = values.next() {
+                    *o = hu as i16;
+                }
+            });
+        }
+        (lo >= i64::from(i16::MIN) && hi <= i64::from(i16::MAX)).then_some(out)
+    }
+
+    fn to_f32(&self, bytes: &[u8], slope: f64, intercept: f64) -> Vec<f32> {
+        let mut values = Vec::with_capacity(bytes.len() / self.bytes_per_sample);
+        self.for_each_stored(bytes, |v| {
+            values.push((v as f64 * slope + intercept) as f32)
+        });
+        values
+    }
+}
+
+/// Converts little-endian u16 samples with `hu`, returning the smallest and largest result.
+fn convert_u16(bytes: &[u8], out: &mut [i16], hu: impl Fn(u32) -> i32) -> (i32, i32) {
+    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+    for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        let v = hu(u32::from(u16::from_le_bytes([b[0], b[1]])));
+        lo = lo.min(v);
+        hi = hi.max(v);
+        *o = v as i16;
+    }
+    (lo, hi)
 }

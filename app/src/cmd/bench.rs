@@ -1,0 +1,120 @@
+//! `tessera bench`: speed figures, printed (never asserted by tests).
+//!
+//! Run in release: `cargo run --release -p tessera -- bench load PATH`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use tessera_core::dicom;
+use tessera_core::phantom::{self, PhantomSpec};
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub what: BenchWhat,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchWhat {
+    /// Scan, sort and decode a series into a volume, several times (after one warm-up run).
+    Load {
+        /// A DICOM folder; the largest series in it is loaded.
+        path: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+    },
+    /// Generate and write a phantom.
+    Phantom {
+        #[arg(long, default_value = "512x512x300", value_parser = super::phantom::parse_size)]
+        size: [usize; 3],
+        #[arg(long, default_value = "0.7,0.7,1.25", value_parser = super::phantom::parse_spacing)]
+        spacing: [f64; 3],
+    },
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    match &args.what {
+        BenchWhat::Load { path, repeat } => load(path, *repeat),
+        BenchWhat::Phantom { size, spacing } => phantom_bench(*size, *spacing),
+    }
+}
+
+fn load(path: &Path, repeat: usize) -> anyhow::Result<()> {
+    let once = || -> anyhow::Result<(f64, f64, tessera_core::Volume, u64)> {
+        let started = Instant::now();
+        let report = dicom::scan(path).with_context(|| format!("scanning {}", path.display()))?;
+        let series = dicom::largest_stack(&report).context("no image series")?;
+        let layout = dicom::layout(series)?;
+        let scanned_s = started.elapsed().as_secs_f64();
+        let volume = dicom::decode(series, &layout)?;
+        let total_s = started.elapsed().as_secs_f64();
+        let bytes: u64 = series
+            .files
+            .iter()
+            .filter_map(|f| std::fs::metadata(&f.path).ok())
+            .map(|m| m.len())
+            .sum();
+        Ok((scanned_s, total_s, volume, bytes))
+    };
+    once()?; // warm the page cache: we measure decoding, not the disk
+    let mut totals = Vec::with_capacity(repeat);
+    let mut scans = Vec::with_capacity(repeat);
+    let mut last = None;
+    for _ in 0..repeat.max(1) {
+        let (scan_s, total_s, volume, bytes) = once()?;
+        totals.push(total_s);
+        scans.push(scan_s);
+        last = Some((volume, bytes));
+    }
+    let Some((volume, bytes)) = last else {
+        return Ok(());
+    };
+    totals.sort_by(f64::total_cmp);
+    scans.sort_by(f64::total_cmp);
+    let median = totals[totals.len() / 2];
+    let slices = volume.geometry.size[2] as f64;
+    println!(
+        "load {} ({} voxels, {:.1} MB of files, {} threads)",
+        path.display(),
+        volume.geometry.size_label(),
+        bytes as f64 / 1e6,
+        rayon::current_num_threads()
+    );
+    println!(
+        "  median of {}: {:.1} ms total ({:.1} ms scan+sort), {:.3} ms/slice, {:.0} MB/s; best {:.1} ms",
+        totals.len(),
+        median * 1e3,
+        scans[scans.len() / 2] * 1e3,
+        median * 1e3 / slices,
+        bytes as f64 / 1e6 / median,
+        totals[0] * 1e3
+    );
+    Ok(())
+}
+
+fn phantom_bench(size: [usize; 3], spacing_mm: [f64; 3]) -> anyhow::Result<()> {
+    let spec = PhantomSpec {
+        size,
+        spacing_mm,
+        ..PhantomSpec::default()
+    };
+    let started = Instant::now();
+    let made = phantom::generate(&spec)?;
+    let generated_s = started.elapsed().as_secs_f64();
+    let dir = std::env::temp_dir().join(format!("tessera-bench-phantom-{}", std::process::id()));
+    let written = Instant::now();
+    phantom::write_series(&made, &dir)?;
+    let write_s = written.elapsed().as_secs_f64();
+    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    println!(
+        "phantom {} at {:?} mm ({} threads): generate {:.2} s, write {:.2} s ({} files)",
+        tessera_core::volume::format_size(size),
+        spacing_mm,
+        rayon::current_num_threads(),
+        generated_s,
+        write_s,
+        size[2] + 1
+    );
+    Ok(())
+}
