@@ -265,7 +265,7 @@ impl SampleFormat {
             _ => bytes.chunks_exact(4).for_each(|b| {
                 f(extend(u64::from(u32::from_le_bytes([
                     b[0], b[1], b[2], b[3],
-                ]))))
+                ]))));
             }),
         }
     }
@@ -303,7 +303,7 @@ impl SampleFormat {
     fn to_f32(&self, bytes: &[u8], slope: f64, intercept: f64) -> Vec<f32> {
         let mut values = Vec::with_capacity(bytes.len() / self.bytes_per_sample);
         self.for_each_stored(bytes, |v| {
-            values.push((v as f64 * slope + intercept) as f32)
+            values.push((v as f64 * slope + intercept) as f32);
         });
         values
     }
