@@ -9,7 +9,9 @@ pub mod dicom;
 pub mod geometry;
 pub mod infer;
 pub mod io;
+pub mod model;
 pub mod phantom;
+pub mod plan;
 pub mod volume;
 
 pub use volume::{Geometry, SeriesInfo, Volume, Voxels};

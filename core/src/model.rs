@@ -1,0 +1,245 @@
+//! A detector model on disk: `model.onnx` plus its card, `model.json`.
+//!
+//! The card says everything the engine needs and must not guess: input normalisation, target
+//! spacing, output names, stride and receptive field (the halo and the window alignment come
+//! from them), the default threshold. A model without a card, or whose file does not match the
+//! card's hash, is refused before anything runs.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// How the raw outputs become boxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputFamily {
+    /// Heatmap peaks with size and offset heads, at the model's stride.
+    Centernet,
+    /// A probability map turned into boxes by connected components (e.g. nnU-Net exports).
+    Segmentation,
+}
+
+/// The input tensor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputSpec {
+    pub name: String,
+    /// Always `NCDHW` (D = z, H = y, W = x) for now.
+    pub layout: String,
+    /// HU are clipped to `[lo, hi]`, then mapped to `[0, 1]` (air is 0).
+    pub hu_window: [f32; 2],
+    #[serde(default)]
+    pub normalisation: String,
+}
+
+/// One output tensor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSpec {
+    pub name: String,
+    #[serde(default)]
+    pub meaning: String,
+}
+
+/// Names of the CenterNet heads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outputs {
+    pub heatmap: OutputSpec,
+    pub size: Option<OutputSpec>,
+    pub offset: Option<OutputSpec>,
+}
+
+/// Peak memory of one window: `fixed_bytes + bytes_per_voxel * window voxels`, measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryCoefficients {
+    pub fixed_bytes: f64,
+    pub bytes_per_voxel: f64,
+    /// How it was measured (device, precision, allocator settings).
+    #[serde(default)]
+    pub measured_on: String,
+}
+
+/// `model.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelCard {
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub purpose: String,
+    pub model_file: String,
+    /// SHA-256 of `model_file`, hex; the file must match.
+    pub sha256: String,
+    pub output_family: OutputFamily,
+    pub input: InputSpec,
+    /// Spacing the model was trained at; input is resampled to it. `None`: native spacing.
+    pub target_spacing_mm: Option<[f64; 3]>,
+    /// Total stride of the outputs relative to the input, in voxels (all axes).
+    pub stride: usize,
+    /// Receptive field of one output cell, in input voxels (all axes).
+    pub receptive_field_voxels: usize,
+    pub outputs: Outputs,
+    pub recommended_patch: [usize; 3],
+    pub default_score_threshold: f32,
+    /// Measured memory per device kind (`cpu`, `cuda`), if calibrated.
+    #[serde(default)]
+    pub memory: std::collections::BTreeMap<String, MemoryCoefficients>,
+    #[serde(default)]
+    pub training: serde_json::Value,
+    #[serde(default)]
+    pub metrics: serde_json::Value,
+}
+
+impl ModelCard {
+    /// Receptive-field radius in input voxels: how far one output cell sees.
+    pub fn receptive_radius(&self) -> usize {
+        self.receptive_field_voxels / 2
+    }
+}
+
+/// A checked model: its card, where its ONNX file is, and that file's hash.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub dir: PathBuf,
+    pub card: ModelCard,
+    pub onnx_path: PathBuf,
+    pub sha256: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("model folder {} has no model.json card: Tessera runs only models with a card", dir.display())]
+    NoCard { dir: PathBuf },
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("model card {} is not valid: {reason}", path.display())]
+    BadCard { path: PathBuf, reason: String },
+    #[error("{} does not match its card: sha256 is {actual}, the card says {expected}", path.display())]
+    HashMismatch {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+}
+
+impl Model {
+    /// Loads and checks the model in `dir` (a folder with `model.json`).
+    pub fn load(dir: &Path) -> Result<Self, ModelError> {
+        let card_path = dir.join("model.json");
+        if !card_path.is_file() {
+            return Err(ModelError::NoCard {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let text = std::fs::read(&card_path).map_err(|source| ModelError::Io {
+            path: card_path.clone(),
+            source,
+        })?;
+        let bad = |reason: String| ModelError::BadCard {
+            path: card_path.clone(),
+            reason,
+        };
+        let card: ModelCard = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        if card.stride == 0 || card.receptive_field_voxels == 0 {
+            return Err(bad(
+                "stride and receptive_field_voxels must be positive".into()
+            ));
+        }
+        if card.input.layout != "NCDHW" {
+            return Err(bad(format!(
+                "input layout {} is not supported (NCDHW only)",
+                card.input.layout
+            )));
+        }
+        let [lo, hi] = card.input.hu_window;
+        if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
+            return Err(bad(format!("hu_window [{lo}, {hi}] is empty")));
+        }
+        if card.output_family == OutputFamily::Centernet
+            && (card.outputs.size.is_none() || card.outputs.offset.is_none())
+        {
+            return Err(bad("a centernet model needs size and offset outputs".into()));
+        }
+        let onnx_path = dir.join(&card.model_file);
+        let bytes = std::fs::read(&onnx_path).map_err(|source| ModelError::Io {
+            path: onnx_path.clone(),
+            source,
+        })?;
+        let sha256 = hex(&Sha256::digest(&bytes));
+        if !card.sha256.eq_ignore_ascii_case(&sha256) {
+            return Err(ModelError::HashMismatch {
+                path: onnx_path,
+                expected: card.sha256.clone(),
+                actual: sha256,
+            });
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            card,
+            onnx_path,
+            sha256,
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The folder of the shipped models (`assets/models`), found next to the executable or in the
+/// source tree this binary was built from.
+pub fn shipped_models_dir() -> PathBuf {
+    let beside_exe = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("models")));
+    match beside_exe {
+        Some(dir) if dir.is_dir() => dir,
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/models"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test_model_dir() -> PathBuf {
+        shipped_models_dir().join("tessera-test-tiny")
+    }
+
+    #[test]
+    fn shipped_test_model_loads_and_matches_its_hash() {
+        let model = Model::load(&test_model_dir()).unwrap();
+        assert_eq!(model.card.stride, 2);
+        assert_eq!(model.card.receptive_radius(), 4);
+        assert_eq!(model.sha256.len(), 64);
+    }
+
+    #[test]
+    fn a_changed_model_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["model.json", "model.onnx"] {
+            std::fs::copy(test_model_dir().join(f), dir.path().join(f)).unwrap();
+        }
+        let mut bytes = std::fs::read(dir.path().join("model.onnx")).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(dir.path().join("model.onnx"), bytes).unwrap();
+        let err = Model::load(dir.path()).unwrap_err();
+        assert!(matches!(err, ModelError::HashMismatch { .. }), "{err}");
+        assert!(err.to_string().contains("does not match its card"));
+    }
+
+    #[test]
+    fn a_model_without_card_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            test_model_dir().join("model.onnx"),
+            dir.path().join("model.onnx"),
+        )
+        .unwrap();
+        let err = Model::load(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("has no model.json card"), "{err}");
+    }
+}

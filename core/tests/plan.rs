@@ -1,0 +1,231 @@
+//! Window plans: coverage, alignment, halos, placement of the last window, refusals.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use tessera_core::plan::{
+    BlendMode, MemoryModel, ModelGrid, PlanError, TilePlan, TileSpec, parse_bytes,
+};
+
+const GRID: ModelGrid = ModelGrid {
+    stride: 2,
+    receptive_radius: 4,
+};
+
+fn spec(patch: [usize; 3], blend: BlendMode) -> TileSpec {
+    TileSpec {
+        patch,
+        overlap: 0.25,
+        blend,
+        allow_single_pass: false,
+        memory_budget_bytes: None,
+    }
+}
+
+/// Every (volume, patch, mode) combination a property test walks through.
+fn cases() -> Vec<([usize; 3], [usize; 3], BlendMode)> {
+    let mut out = Vec::new();
+    for volume in [[100, 37, 9], [64, 64, 64], [130, 90, 41], [512, 512, 133]] {
+        for patch in [[64, 64, 32], [40, 48, 16], [512, 512, 64], [18, 18, 18]] {
+            for blend in [BlendMode::Halo, BlendMode::Gaussian, BlendMode::Constant] {
+                out.push((volume, patch, blend));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn windows_cover_every_voxel_and_halo_cores_partition_the_volume() {
+    let mut checked = 0;
+    for (volume, patch, blend) in cases() {
+        let mut s = spec(patch, blend);
+        s.allow_single_pass = true;
+        let Ok(plan) = TilePlan::new(volume, GRID, &s, None) else {
+            continue;
+        };
+        checked += 1;
+        for a in 0..3 {
+            let n = plan.padded_size[a];
+            assert_eq!(n % 2, 0);
+            let mut covered = vec![0usize; n];
+            let mut cored = vec![0usize; n];
+            // Windows along one axis: those with the other two coordinates at their first value.
+            for w in plan
+                .windows
+                .iter()
+                .filter(|w| (0..3).all(|b| b == a || w.min[b] == 0))
+            {
+                assert_eq!(
+                    w.min[a] % 2,
+                    0,
+                    "{volume:?} {patch:?} {blend}: window start off the stride"
+                );
+                assert!(
+                    w.max[a] - w.min[a] <= patch[a].max(1),
+                    "window larger than the patch"
+                );
+                assert!(w.max[a] <= n);
+                for i in w.min[a]..w.max[a] {
+                    covered[i] += 1;
+                }
+                for i in w.core_min[a]..w.core_max[a] {
+                    cored[i] += 1;
+                }
+                if blend == BlendMode::Halo {
+                    let before = w.core_min[a] - w.min[a];
+                    let after = w.max[a] - w.core_max[a];
+                    assert!(
+                        w.min[a] == 0 || before >= 4,
+                        "{volume:?} {patch:?}: halo {before} before the core"
+                    );
+                    assert!(
+                        w.max[a] == n || after >= 4,
+                        "{volume:?} {patch:?}: halo {after} after the core"
+                    );
+                }
+            }
+            assert!(
+                covered.iter().all(|c| *c >= 1),
+                "{volume:?} {patch:?} {blend}: a voxel is not covered"
+            );
+            if blend == BlendMode::Halo {
+                assert!(
+                    cored.iter().all(|c| *c == 1),
+                    "{volume:?} {patch:?}: cores do not partition axis {a}"
+                );
+            }
+        }
+        assert_eq!(
+            plan.windows.len(),
+            plan.windows_per_axis.iter().product::<usize>()
+        );
+        assert!(plan.recompute_factor() >= 1.0);
+    }
+    assert!(checked >= 30, "only {checked} plans were valid");
+}
+
+#[test]
+fn halo_windows_along_an_axis_are_placed_as_documented() {
+    let plan = TilePlan::new(
+        [100, 20, 20],
+        GRID,
+        &TileSpec {
+            allow_single_pass: false,
+            ..spec([40, 64, 64], BlendMode::Halo)
+        },
+        None,
+    )
+    .unwrap();
+    let spans: Vec<(usize, usize, usize, usize)> = plan
+        .windows
+        .iter()
+        .map(|w| (w.min[0], w.max[0], w.core_min[0], w.core_max[0]))
+        .collect();
+    // First [0, 40) writes [0, 36); each next starts 4 before its core; the last is the remainder.
+    assert_eq!(
+        spans,
+        vec![(0, 40, 0, 36), (32, 72, 36, 68), (64, 100, 68, 100)]
+    );
+    assert_eq!(plan.halo, [4, 4, 4]);
+    assert!((plan.recompute_factor() - 116.0 / 100.0).abs() < 1e-12);
+    assert_eq!(plan.seams(0), vec![36, 68]);
+}
+
+#[test]
+fn blended_windows_shift_the_last_one_inward() {
+    let plan = TilePlan::new(
+        [200, 30, 30],
+        GRID,
+        &spec([64, 64, 64], BlendMode::Gaussian),
+        None,
+    )
+    .unwrap();
+    let starts: Vec<usize> = plan.windows.iter().map(|w| w.min[0]).collect();
+    // Step = 64 * 0.75 = 48; 144 + 64 > 200, so the last window is 200 - 64 = 136.
+    assert_eq!(starts, vec![0, 48, 96, 136]);
+    assert!(plan.windows.iter().all(|w| w.size()[0] == 64));
+    assert_eq!(plan.overlap_achieved()[0], 24.0 / 64.0);
+}
+
+#[test]
+fn a_single_window_over_the_whole_volume_is_refused_unless_asked_for() {
+    let s = spec([512, 512, 192], BlendMode::Halo);
+    let err = TilePlan::new([512, 512, 133], GRID, &s, None).unwrap_err();
+    assert!(matches!(err, PlanError::SinglePass { .. }));
+    assert_eq!(
+        err.to_string(),
+        "patch 512x512x192 covers the whole volume 512x512x133: the run would be single-pass, which is not tiling; use a smaller patch, or --allow-single-pass to do it on purpose"
+    );
+    let allowed = TileSpec {
+        allow_single_pass: true,
+        ..s
+    };
+    assert_eq!(
+        TilePlan::new([512, 512, 133], GRID, &allowed, None)
+            .unwrap()
+            .windows
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_patch_without_room_for_a_core_is_refused() {
+    let err = TilePlan::new(
+        [100, 100, 100],
+        GRID,
+        &spec([64, 64, 8], BlendMode::Halo),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "patch 64x64x8 is too small for the model: along z it must exceed twice the halo of 4 voxels (receptive-field radius 4, stride 2) to leave a core"
+    );
+    let err = TilePlan::new(
+        [100, 100, 100],
+        GRID,
+        &spec([64, 63, 32], BlendMode::Gaussian),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, PlanError::NotStrideAligned { axis: 'y', .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_predicted_peak_over_budget_is_refused_at_plan_time() {
+    let memory = MemoryModel {
+        fixed_bytes: 100e6,
+        bytes_per_voxel: 600.0,
+    };
+    let mut s = spec([512, 512, 64], BlendMode::Halo);
+    s.memory_budget_bytes = Some(parse_bytes("8GiB").unwrap());
+    let err = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "patch 512x512x64 needs a predicted peak of 9.47 GiB per window, over the memory budget of 8.00 GiB; a smaller patch would fit"
+    );
+    s.memory_budget_bytes = Some(parse_bytes("16GiB").unwrap());
+    let plan = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap();
+    assert_eq!(
+        plan.predicted_peak_bytes,
+        Some(100_000_000 + 600 * 512 * 512 * 64)
+    );
+    assert!(
+        plan.to_string().contains("predicted peak 9.47 GiB"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn sizes_in_bytes_parse() {
+    assert_eq!(parse_bytes("16GiB"), Ok(16 << 30));
+    assert_eq!(parse_bytes("512 MiB"), Ok(512 << 20));
+    assert_eq!(parse_bytes("2GB"), Ok(2_000_000_000));
+    assert!(parse_bytes("lots").is_err());
+    assert!(parse_bytes("16 parsecs").is_err());
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Writes assets/models/tessera-test-tiny: a small CenterNet-style 3D CNN with fixed random
+weights, for the tiling engine's tests (bit-exact halo stitching, events, cancel).
+
+It detects nothing meaningful; the shipped detector is trained by this folder's recipe. Built
+with the `onnx` package alone (no torch), so anyone can rebuild it byte for byte:
+
+    pip install onnx==1.19.1 numpy
+    python3 training/make_test_model.py
+
+Architecture (NCDHW, D = z, H = y, W = x), every conv 3x3x3 with padding 1 unless noted:
+    conv(1->4) relu, conv(4->8, stride 2) relu, conv(8->8) relu,
+    heads (1x1x1): heatmap = sigmoid(conv(8->1)), size = conv(8->3), offset = sigmoid(conv(8->3)).
+Receptive field 9 voxels (radius 4), total stride 2.
+"""
+import hashlib
+import json
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+OUT = os.path.join(ROOT, "assets", "models", "tessera-test-tiny")
+rng = np.random.default_rng(20261202)
+
+
+def conv(name, x, cin, cout, k, stride, nodes, inits, bias=0.0, gain=1.0):
+    w = rng.normal(0.0, gain * np.sqrt(2.0 / (cin * k**3)), size=(cout, cin, k, k, k)).astype(np.float32)
+    b = np.full((cout,), bias, dtype=np.float32)
+    inits += [numpy_helper.from_array(w, name + ".w"), numpy_helper.from_array(b, name + ".b")]
+    pad = k // 2
+    nodes.append(
+        helper.make_node(
+            "Conv", [x, name + ".w", name + ".b"], [name], name=name,
+            kernel_shape=[k, k, k], strides=[stride] * 3, pads=[pad] * 6,
+        )
+    )
+    return name
+
+
+def main():
+    nodes, inits = [], []
+    x = conv("c1", "ct", 1, 4, 3, 1, nodes, inits)
+    nodes.append(helper.make_node("Relu", [x], ["r1"]))
+    x = conv("c2", "r1", 4, 8, 3, 2, nodes, inits)
+    nodes.append(helper.make_node("Relu", [x], ["r2"]))
+    x = conv("c3", "r2", 8, 8, 3, 1, nodes, inits)
+    nodes.append(helper.make_node("Relu", [x], ["r3"]))
+    h = conv("h_heat", "r3", 8, 1, 1, 1, nodes, inits, bias=-1.0, gain=6.0)
+    nodes.append(helper.make_node("Sigmoid", [h], ["heatmap"]))
+    s = conv("h_size", "r3", 8, 3, 1, 1, nodes, inits, bias=4.0)
+    nodes.append(helper.make_node("Abs", [s], ["size"]))
+    o = conv("h_off", "r3", 8, 3, 1, 1, nodes, inits)
+    nodes.append(helper.make_node("Sigmoid", [o], ["offset"]))
+
+    dims_in = [1, 1, "D", "H", "W"]
+    dims_out = lambda c: [1, c, "d", "h", "w"]  # noqa: E731
+    graph = helper.make_graph(
+        nodes,
+        "tessera-test-tiny",
+        [helper.make_tensor_value_info("ct", TensorProto.FLOAT, dims_in)],
+        [
+            helper.make_tensor_value_info("heatmap", TensorProto.FLOAT, dims_out(1)),
+            helper.make_tensor_value_info("size", TensorProto.FLOAT, dims_out(3)),
+            helper.make_tensor_value_info("offset", TensorProto.FLOAT, dims_out(3)),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    os.makedirs(OUT, exist_ok=True)
+    data = model.SerializeToString()
+    with open(os.path.join(OUT, "model.onnx"), "wb") as f:
+        f.write(data)
+    card = {
+        "name": "tessera-test-tiny",
+        "version": "1",
+        "purpose": "Engine tests only: fixed random weights. It finds nothing meaningful.",
+        "model_file": "model.onnx",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "output_family": "centernet",
+        "input": {
+            "name": "ct",
+            "layout": "NCDHW",
+            "hu_window": [-1000.0, 400.0],
+            "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0",
+        },
+        "target_spacing_mm": None,
+        "stride": 2,
+        "receptive_field_voxels": 9,
+        "outputs": {
+            "heatmap": {"name": "heatmap", "meaning": "nodule centre probability, sigmoid, 1 channel"},
+            "size": {"name": "size", "meaning": "box size in input voxels, channels x, y, z"},
+            "offset": {"name": "offset", "meaning": "sub-cell centre offset in [0, 1) output cells, channels x, y, z"},
+        },
+        "recommended_patch": [64, 64, 32],
+        "default_score_threshold": 0.25,
+        "training": {"recipe": "training/make_test_model.py", "data": "none (random weights, seed 20261202)"},
+        "metrics": None,
+    }
+    with open(os.path.join(OUT, "model.json"), "w") as f:
+        json.dump(card, f, indent=2)
+        f.write("\n")
+    print(f"wrote {OUT}/model.onnx ({len(data)} bytes) and model.json")
+
+
+if __name__ == "__main__":
+    main()
