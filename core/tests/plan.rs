@@ -66,12 +66,8 @@ fn windows_cover_every_voxel_and_halo_cores_partition_the_volume() {
                     "window larger than the patch"
                 );
                 assert!(w.max[a] <= n);
-                for i in w.min[a]..w.max[a] {
-                    covered[i] += 1;
-                }
-                for i in w.core_min[a]..w.core_max[a] {
-                    cored[i] += 1;
-                }
+                covered[w.min[a]..w.max[a]].iter_mut().for_each(|c| *c += 1);
+                cored[w.core_min[a]..w.core_max[a]].iter_mut().for_each(|c| *c += 1);
                 if blend == BlendMode::Halo {
                     let before = w.core_min[a] - w.min[a];
                     let after = w.max[a] - w.core_max[a];
