@@ -5,13 +5,17 @@
 //! [`phantom`] makes synthetic chest CTs with known nodules for the demo, tests and training.
 //! No GUI dependency lives here.
 
+pub mod detect;
 pub mod dicom;
 pub mod geometry;
 pub mod infer;
 pub mod io;
 pub mod model;
 pub mod phantom;
+pub mod pipeline;
 pub mod plan;
+pub mod resample;
+pub mod stitch;
 pub mod volume;
 
 pub use volume::{Geometry, SeriesInfo, Volume, Voxels};

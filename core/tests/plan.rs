@@ -67,7 +67,9 @@ fn windows_cover_every_voxel_and_halo_cores_partition_the_volume() {
                 );
                 assert!(w.max[a] <= n);
                 covered[w.min[a]..w.max[a]].iter_mut().for_each(|c| *c += 1);
-                cored[w.core_min[a]..w.core_max[a]].iter_mut().for_each(|c| *c += 1);
+                cored[w.core_min[a]..w.core_max[a]]
+                    .iter_mut()
+                    .for_each(|c| *c += 1);
                 if blend == BlendMode::Halo {
                     let before = w.core_min[a] - w.min[a];
                     let after = w.max[a] - w.core_max[a];

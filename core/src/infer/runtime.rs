@@ -47,6 +47,8 @@ pub struct Runtime {
     pub source: RuntimeSource,
     /// As the library reports it, e.g. `1.31.1`.
     pub version: String,
+    /// The process-wide ONNX Runtime environment that sessions are built in.
+    pub environment: ort::environment::Environment,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -133,18 +135,24 @@ pub fn init_runtime(explicit: Option<&Path>) -> Result<Runtime, RuntimeError> {
     LOADED
         .get_or_init(|| {
             let (path, source) = locate_runtime(explicit)?;
-            // Loads the library and checks its API version; the environment itself is built
-            // by the first session, with the engine's settings.
-            let _environment_builder = ort::init_from(&path).map_err(|e| RuntimeError::Load {
+            // Loads the library, checks its API version, and makes the one environment that
+            // every session of this process shares.
+            let load_error = |reason: String| RuntimeError::Load {
                 path: path.clone(),
                 source_kind: source.clone(),
-                reason: e.to_string(),
-            })?;
+                reason,
+            };
+            let environment = ort::init_from(&path)
+                .map_err(|e| load_error(e.to_string()))?
+                .with_name("tessera")
+                .build()
+                .map_err(|e| load_error(e.to_string()))?;
             let version = library_version(&path).unwrap_or_else(|| "unknown".into());
             Ok(Runtime {
                 path,
                 source,
                 version,
+                environment,
             })
         })
         .clone()

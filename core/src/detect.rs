@@ -1,0 +1,190 @@
+//! From output maps to boxes: heatmap peaks, box size and offset heads, 3D non-maximum
+//! suppression. Coordinates here are voxels of the model's input grid; `pipeline` maps them to
+//! the patient (LPS mm) and to the original volume's voxels.
+
+use ndarray::{Array3, ArrayView3, Axis};
+use serde::{Deserialize, Serialize};
+
+use crate::stitch::Maps;
+
+/// One box in model-input voxels, `[x, y, z]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VoxelBox {
+    pub score: f32,
+    /// Centre, in voxels (voxel `i` is centred on `i`).
+    pub center: [f64; 3],
+    /// Full extent, in voxels.
+    pub size: [f64; 3],
+}
+
+impl VoxelBox {
+    pub fn min(&self) -> [f64; 3] {
+        std::array::from_fn(|a| self.center[a] - self.size[a] / 2.0)
+    }
+
+    pub fn max(&self) -> [f64; 3] {
+        std::array::from_fn(|a| self.center[a] + self.size[a] / 2.0)
+    }
+
+    /// Intersection over union of two boxes.
+    pub fn iou(&self, other: &Self) -> f64 {
+        let (a0, a1, b0, b1) = (self.min(), self.max(), other.min(), other.max());
+        let mut inter = 1.0;
+        for k in 0..3 {
+            inter *= (a1[k].min(b1[k]) - a0[k].max(b0[k])).max(0.0);
+        }
+        let vol = |s: [f64; 3]| s[0] * s[1] * s[2];
+        let union = vol(self.size) + vol(other.size) - inter;
+        if union > 0.0 { inter / union } else { 0.0 }
+    }
+}
+
+/// CenterNet decoding: cells that are the maximum of their 3x3x3 neighbourhood and at least
+/// `threshold`; centre = `(cell + offset) * stride`, size from the size head (input voxels).
+/// Heads are `[heatmap, size, offset]`. Sorted by score, then position: deterministic.
+pub fn decode_centernet(maps: &Maps, threshold: f32, volume_size: [usize; 3]) -> Vec<VoxelBox> {
+    let [heat, size, offset] = [&maps.heads[0], &maps.heads[1], &maps.heads[2]];
+    let heat = heat.index_axis(Axis(0), 0);
+    let stride = maps.stride as f64;
+    let mut boxes: Vec<VoxelBox> = local_maxima(&heat, threshold)
+        .into_iter()
+        .map(|(z, y, x, score)| {
+            let cell = [x, y, z];
+            let center = std::array::from_fn(|a| {
+                (cell[a] as f64 + f64::from(offset[[a, z, y, x]])) * stride
+            });
+            let extent = std::array::from_fn(|a| f64::from(size[[a, z, y, x]]).max(1.0));
+            VoxelBox {
+                score,
+                center,
+                size: extent,
+            }
+        })
+        // Peaks in the stride padding lie outside the volume.
+        .filter(|b| (0..3).all(|a| b.center[a] < volume_size[a] as f64))
+        .collect();
+    sort_boxes(&mut boxes);
+    boxes
+}
+
+/// `(z, y, x, value)` of every cell that is at least `threshold` and not below any neighbour;
+/// ties are broken by position so that a plateau yields one peak.
+fn local_maxima(heat: &ArrayView3<'_, f32>, threshold: f32) -> Vec<(usize, usize, usize, f32)> {
+    let (nz, ny, nx) = heat.dim();
+    let mut peaks = Vec::new();
+    for ((z, y, x), &v) in heat.indexed_iter() {
+        if v < threshold {
+            continue;
+        }
+        let mut is_peak = true;
+        'scan: for dz in -1i64..=1 {
+            for dy in -1i64..=1 {
+                for dx in -1i64..=1 {
+                    let (zz, yy, xx) = (z as i64 + dz, y as i64 + dy, x as i64 + dx);
+                    if (dz, dy, dx) == (0, 0, 0)
+                        || zz < 0
+                        || yy < 0
+                        || xx < 0
+                        || zz >= nz as i64
+                        || yy >= ny as i64
+                        || xx >= nx as i64
+                    {
+                        continue;
+                    }
+                    let n = heat[[zz as usize, yy as usize, xx as usize]];
+                    // A neighbour that is higher, or equal and earlier, wins.
+                    if n > v || (n == v && (dz, dy, dx) < (0, 0, 0)) {
+                        is_peak = false;
+                        break 'scan;
+                    }
+                }
+            }
+        }
+        if is_peak {
+            peaks.push((z, y, x, v));
+        }
+    }
+    peaks
+}
+
+/// Greedy 3D non-maximum suppression: keeps the best box, drops those overlapping it by more
+/// than `max_iou`, repeats.
+pub fn nms(mut boxes: Vec<VoxelBox>, max_iou: f64) -> Vec<VoxelBox> {
+    sort_boxes(&mut boxes);
+    let mut kept: Vec<VoxelBox> = Vec::new();
+    for b in boxes {
+        if kept.iter().all(|k| k.iou(&b) <= max_iou) {
+            kept.push(b);
+        }
+    }
+    kept
+}
+
+fn sort_boxes(boxes: &mut [VoxelBox]) {
+    boxes.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.center[2].total_cmp(&b.center[2]))
+            .then(a.center[1].total_cmp(&b.center[1]))
+            .then(a.center[0].total_cmp(&b.center[0]))
+    });
+}
+
+/// The heatmap head alone (for overlays), `[z, y, x]` at the model's stride.
+pub fn heatmap(maps: &Maps) -> Array3<f32> {
+    maps.heads[0].index_axis(Axis(0), 0).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array4;
+
+    fn maps_with_peaks(peaks: &[([usize; 3], f32)]) -> Maps {
+        let mut heat = Array4::<f32>::zeros((1, 8, 8, 8));
+        let mut size = Array4::<f32>::from_elem((3, 8, 8, 8), 4.0);
+        let offset = Array4::<f32>::from_elem((3, 8, 8, 8), 0.5);
+        for ([x, y, z], v) in peaks {
+            heat[[0, *z, *y, *x]] = *v;
+            size[[0, *z, *y, *x]] = 6.0;
+        }
+        Maps {
+            stride: 2,
+            heads: vec![heat, size, offset],
+        }
+    }
+
+    #[test]
+    fn peaks_become_boxes_in_input_voxels() {
+        let maps = maps_with_peaks(&[([3, 4, 5], 0.9), ([6, 1, 1], 0.4), ([0, 0, 0], 0.1)]);
+        let boxes = decode_centernet(&maps, 0.3, [16, 16, 16]);
+        assert_eq!(boxes.len(), 2);
+        assert_eq!(boxes[0].score, 0.9);
+        assert_eq!(boxes[0].center, [7.0, 9.0, 11.0]); // (cell + 0.5) * 2
+        assert_eq!(boxes[0].size, [6.0, 4.0, 4.0]);
+        assert_eq!(boxes[1].center, [13.0, 3.0, 3.0]);
+    }
+
+    #[test]
+    fn a_plateau_gives_one_peak_and_padding_peaks_are_dropped() {
+        let maps = maps_with_peaks(&[([2, 2, 2], 0.8), ([3, 2, 2], 0.8), ([7, 7, 7], 0.9)]);
+        let boxes = decode_centernet(&maps, 0.5, [14, 14, 14]);
+        assert_eq!(boxes.len(), 1, "{boxes:?}");
+        assert_eq!(boxes[0].center, [5.0, 5.0, 5.0]);
+    }
+
+    #[test]
+    fn nms_keeps_the_best_of_overlapping_boxes() {
+        let b = |score, x| VoxelBox {
+            score,
+            center: [x, 0.0, 0.0],
+            size: [4.0, 4.0, 4.0],
+        };
+        let kept = nms(vec![b(0.5, 1.0), b(0.9, 0.0), b(0.7, 10.0)], 0.3);
+        assert_eq!(
+            kept.iter().map(|k| k.score).collect::<Vec<_>>(),
+            vec![0.9, 0.7]
+        );
+        assert!((b(1.0, 0.0).iou(&b(1.0, 2.0)) - 32.0 / 96.0).abs() < 1e-12);
+    }
+}

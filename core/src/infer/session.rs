@@ -1,0 +1,277 @@
+//! One ONNX Runtime session per device, running one window at a time, cancellable.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ndarray::{Array4, Array5, Ix5};
+use ort::session::{RunOptions, Session};
+use serde::{Deserialize, Serialize};
+
+use super::runtime::{Runtime, RuntimeError, init_runtime};
+use crate::model::Model;
+
+/// Where inference runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    Cpu,
+    Cuda(i32),
+    TensorRt(i32),
+}
+
+impl std::str::FromStr for Device {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let index = |rest: &str| -> Result<i32, String> {
+            rest.parse()
+                .map_err(|_| format!("device '{s}': expected cpu, cuda:N or tensorrt:N"))
+        };
+        match s.split_once(':') {
+            None if s == "cpu" => Ok(Self::Cpu),
+            None if s == "cuda" => Ok(Self::Cuda(0)),
+            None if s == "tensorrt" => Ok(Self::TensorRt(0)),
+            Some(("cuda", n)) => Ok(Self::Cuda(index(n)?)),
+            Some(("tensorrt", n)) => Ok(Self::TensorRt(index(n)?)),
+            _ => Err(format!("device '{s}': expected cpu, cuda:N or tensorrt:N")),
+        }
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu => f.write_str("cpu"),
+            Self::Cuda(n) => write!(f, "cuda:{n}"),
+            Self::TensorRt(n) => write!(f, "tensorrt:{n}"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InferError {
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error("cannot start the {device} session for model {model}: {reason}")]
+    Session {
+        device: Device,
+        model: String,
+        reason: String,
+    },
+    #[error("model {model} has no output named '{name}' (it has: {available})")]
+    MissingOutput {
+        model: String,
+        name: String,
+        available: String,
+    },
+    #[error("inference failed on window {window}: {reason}")]
+    Run { window: usize, reason: String },
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Stops a run from another thread: between windows, and inside the current one.
+#[derive(Clone, Default)]
+pub struct CancelToken {
+    flag: Arc<AtomicBool>,
+    current: Arc<Mutex<Option<Arc<RunOptions>>>>,
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        if let Ok(current) = self.current.lock()
+            && let Some(options) = current.as_ref()
+        {
+            // Best effort: if it fails, the run stops at the next window instead.
+            let _ = options.terminate();
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    fn attach(&self, options: Arc<RunOptions>) {
+        if let Ok(mut current) = self.current.lock() {
+            *current = Some(options);
+        }
+    }
+
+    fn detach(&self) {
+        if let Ok(mut current) = self.current.lock() {
+            *current = None;
+        }
+    }
+}
+
+/// The raw outputs of one window, each `[channels, z, y, x]`, in the card's head order.
+#[derive(Debug)]
+pub struct WindowOutputs {
+    pub heads: Vec<Array4<f32>>,
+}
+
+/// An ONNX Runtime session for one model on one device.
+#[derive(Debug)]
+pub struct Engine {
+    session: Session,
+    input_name: String,
+    output_names: Vec<String>,
+    pub device: Device,
+    /// The execution provider that runs the model (`CPUExecutionProvider`, ...).
+    pub execution_provider: String,
+    pub runtime: Runtime,
+}
+
+impl Engine {
+    /// Opens `model` on `device`. GPU providers that cannot start are an error, never a silent
+    /// fall back to CPU.
+    pub fn new(
+        model: &Model,
+        device: Device,
+        threads: usize,
+        ort_lib: Option<&Path>,
+    ) -> Result<Self, InferError> {
+        let runtime = init_runtime(ort_lib)?;
+        let fail = |reason: String| InferError::Session {
+            device,
+            model: model.card.name.clone(),
+            reason,
+        };
+        let mut builder =
+            Session::builder(&runtime.environment).map_err(|e| fail(e.to_string()))?;
+        let (providers, execution_provider) = match device {
+            Device::Cpu => (Vec::new(), "CPUExecutionProvider"),
+            Device::Cuda(id) => (
+                vec![
+                    ort::ep::CUDA::default()
+                        .with_device_id(id)
+                        .build()
+                        .error_on_failure(),
+                ],
+                "CUDAExecutionProvider",
+            ),
+            Device::TensorRt(id) => (
+                vec![
+                    ort::ep::TensorRT::default()
+                        .with_device_id(id)
+                        .build()
+                        .error_on_failure(),
+                ],
+                "TensorrtExecutionProvider",
+            ),
+        };
+        builder = builder
+            .with_execution_providers(providers)
+            .map_err(|e| fail(e.to_string()))?;
+        builder = builder
+            .with_intra_threads(threads.max(1))
+            .map_err(|e| fail(e.to_string()))?;
+        builder = builder
+            .with_inter_threads(1)
+            .map_err(|e| fail(e.to_string()))?;
+        let session = builder
+            .commit_from_file(&model.onnx_path)
+            .map_err(|e| fail(e.to_string()))?;
+        let available: Vec<String> = session
+            .outputs()
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
+        let outputs = &model.card.outputs;
+        let wanted = [
+            Some(&outputs.heatmap),
+            outputs.size.as_ref(),
+            outputs.offset.as_ref(),
+        ];
+        let mut output_names = Vec::new();
+        for spec in wanted.into_iter().flatten() {
+            if !available.contains(&spec.name) {
+                return Err(InferError::MissingOutput {
+                    model: model.card.name.clone(),
+                    name: spec.name.clone(),
+                    available: available.join(", "),
+                });
+            }
+            output_names.push(spec.name.clone());
+        }
+        Ok(Self {
+            session,
+            input_name: model.card.input.name.clone(),
+            output_names,
+            device,
+            execution_provider: execution_provider.to_string(),
+            runtime,
+        })
+    }
+
+    /// Runs one window (`[1, 1, z, y, x]`, normalised). Returns [`InferError::Cancelled`] when
+    /// `cancel` fires before or during the run.
+    pub fn run(
+        &mut self,
+        window: usize,
+        input: Array5<f32>,
+        cancel: &CancelToken,
+    ) -> Result<WindowOutputs, InferError> {
+        if cancel.is_cancelled() {
+            return Err(InferError::Cancelled);
+        }
+        let fail = |reason: String| InferError::Run { window, reason };
+        let options = Arc::new(RunOptions::new().map_err(|e| fail(e.to_string()))?);
+        cancel.attach(options.clone());
+        let tensor = ort::value::Tensor::from_array(input).map_err(|e| fail(e.to_string()))?;
+        let result = self
+            .session
+            .run_with_options(ort::inputs![self.input_name.as_str() => tensor], &options);
+        cancel.detach();
+        let outputs = match result {
+            Ok(outputs) => outputs,
+            Err(_) if cancel.is_cancelled() => return Err(InferError::Cancelled),
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        let mut heads = Vec::with_capacity(self.output_names.len());
+        for name in &self.output_names {
+            let array = outputs[name.as_str()]
+                .try_extract_array::<f32>()
+                .map_err(|e| fail(format!("output {name}: {e}")))?;
+            let array = array
+                .into_dimensionality::<Ix5>()
+                .map_err(|e| fail(format!("output {name} is not 5-D: {e}")))?;
+            heads.push(array.index_axis(ndarray::Axis(0), 0).to_owned());
+        }
+        Ok(WindowOutputs { heads })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Device;
+
+    #[test]
+    fn devices_parse_and_print() {
+        assert_eq!("cpu".parse(), Ok(Device::Cpu));
+        assert_eq!("cuda:1".parse(), Ok(Device::Cuda(1)));
+        assert_eq!(
+            "tensorrt:0".parse::<Device>().map(|d| d.to_string()),
+            Ok("tensorrt:0".into())
+        );
+        assert!(
+            "gpu"
+                .parse::<Device>()
+                .unwrap_err()
+                .contains("expected cpu, cuda:N or tensorrt:N")
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! The one detection pipeline that the CLI and the GUI both drive:
+//! volume -> resample to the card's spacing -> plan -> windows -> stitch -> decode -> result.
+//!
+//! Progress goes to an observer as [`Event`]s, in order: `PlanReady`, then per window
+//! `WindowStarted` and `WindowFinished`, then exactly one of `Finished`, `Cancelled`, `Failed`.
+//! The plan is checked (and may be refused) before the runtime is even loaded.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::detect::{VoxelBox, decode_centernet, nms};
+use crate::infer::input::window_input;
+use crate::infer::memory::{self, MemorySample, MemorySource};
+use crate::infer::{CancelToken, Device, Engine, InferError, RuntimeError};
+use crate::model::{Model, OutputFamily};
+use crate::plan::{MemoryModel, ModelGrid, PlanError, TilePlan, TileSpec, Window};
+use crate::resample::resample;
+use crate::stitch::{Maps, Stitcher};
+use crate::volume::{Geometry, Volume};
+
+/// Boxes overlapping more than this are the same finding.
+pub const DEFAULT_NMS_IOU: f64 = 0.3;
+
+/// How to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetectConfig {
+    pub tile: TileSpec,
+    pub device: Device,
+    /// CPU threads for ONNX Runtime.
+    pub threads: usize,
+    /// `None`: the card's default.
+    pub score_threshold: Option<f32>,
+    pub nms_iou: f64,
+    pub ort_lib: Option<PathBuf>,
+}
+
+/// Progress, as the observer sees it.
+#[derive(Debug, Clone)]
+pub enum Event {
+    PlanReady(TilePlan),
+    WindowStarted {
+        index: usize,
+        total: usize,
+        window: Window,
+    },
+    WindowFinished {
+        index: usize,
+        total: usize,
+        window: Window,
+        elapsed_s: f64,
+        memory: MemorySample,
+    },
+    Finished {
+        elapsed_s: f64,
+        detections: usize,
+    },
+    Cancelled,
+    Failed(String),
+}
+
+/// One finding, in the patient and in the original volume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Detection {
+    pub score: f32,
+    pub center_lps_mm: [f64; 3],
+    pub size_mm: [f64; 3],
+    /// In the original volume's voxels, `min` inclusive, `max` exclusive.
+    pub box_voxel: BoxVoxel,
+    /// The box crosses a window boundary (a core edge in halo mode).
+    pub crosses_seam: bool,
+    /// The box in the model's input grid (after resampling), for parity checks.
+    pub model_box: VoxelBox,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoxVoxel {
+    pub min: [usize; 3],
+    pub max: [usize; 3],
+}
+
+/// Timings and memory of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    pub windows: usize,
+    pub elapsed_s: f64,
+    pub inference_s: f64,
+    pub peak_memory_bytes: u64,
+    pub memory_source: MemorySource,
+    pub window_elapsed_s: Vec<f64>,
+    pub window_peak_bytes: Vec<u64>,
+}
+
+/// Everything a run produced, and what made it.
+#[derive(Debug, Clone)]
+pub struct DetectionResult {
+    pub detections: Vec<Detection>,
+    pub plan: TilePlan,
+    pub stats: RunStats,
+    pub config: DetectConfig,
+    pub score_threshold: f32,
+    pub execution_provider: String,
+    pub onnxruntime_version: String,
+    pub model_name: String,
+    pub model_sha256: String,
+    pub series_uid: String,
+    /// The model's input grid (the volume after resampling).
+    pub model_geometry: Geometry,
+    /// Stitched output maps, `[heatmap, size, offset]` at the model's stride.
+    pub maps: Maps,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("plan refused: {0}")]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Infer(InferError),
+    #[error("model {0} has output family {1:?}, which this version does not decode yet")]
+    UnsupportedFamily(String, OutputFamily),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl From<InferError> for PipelineError {
+    fn from(e: InferError) -> Self {
+        match e {
+            InferError::Cancelled => Self::Cancelled,
+            InferError::Runtime(e) => Self::Runtime(e),
+            other => Self::Infer(other),
+        }
+    }
+}
+
+/// The plan this run would use, without running anything.
+pub fn plan_for(
+    volume_size: [usize; 3],
+    model: &Model,
+    config: &DetectConfig,
+) -> Result<TilePlan, PlanError> {
+    let grid = ModelGrid {
+        stride: model.card.stride,
+        receptive_radius: model.card.receptive_radius(),
+    };
+    let key = match config.device {
+        Device::Cpu => "cpu",
+        Device::Cuda(_) | Device::TensorRt(_) => "cuda",
+    };
+    let memory = model.card.memory.get(key).map(|m| MemoryModel {
+        fixed_bytes: m.fixed_bytes,
+        bytes_per_voxel: m.bytes_per_voxel,
+    });
+    TilePlan::new(volume_size, grid, &config.tile, memory.as_ref())
+}
+
+/// Runs detection on `volume`. Emits events to `observer`; `cancel` stops it within a window.
+pub fn detect(
+    volume: &Volume,
+    model: &Model,
+    config: &DetectConfig,
+    cancel: &CancelToken,
+    observer: &mut dyn FnMut(&Event),
+) -> Result<DetectionResult, PipelineError> {
+    let result = run(volume, model, config, cancel, observer);
+    match &result {
+        Ok(r) => observer(&Event::Finished {
+            elapsed_s: r.stats.elapsed_s,
+            detections: r.detections.len(),
+        }),
+        Err(PipelineError::Cancelled) => observer(&Event::Cancelled),
+        Err(e) => observer(&Event::Failed(e.to_string())),
+    }
+    result
+}
+
+fn run(
+    volume: &Volume,
+    model: &Model,
+    config: &DetectConfig,
+    cancel: &CancelToken,
+    observer: &mut dyn FnMut(&Event),
+) -> Result<DetectionResult, PipelineError> {
+    let started = Instant::now();
+    let card = &model.card;
+    if card.output_family != OutputFamily::Centernet {
+        return Err(PipelineError::UnsupportedFamily(
+            card.name.clone(),
+            card.output_family,
+        ));
+    }
+    let resampled = card
+        .target_spacing_mm
+        .and_then(|spacing| resample(volume, spacing));
+    let input = resampled.as_ref().unwrap_or(volume);
+    let plan = plan_for(input.geometry.size, model, config)?;
+    observer(&Event::PlanReady(plan.clone()));
+
+    let mut engine = Engine::new(
+        model,
+        config.device,
+        config.threads,
+        config.ort_lib.as_deref(),
+    )?;
+    let mut stitcher = Stitcher::new(&plan, &[1, 3, 3]);
+    let total = plan.windows.len();
+    let mut stats = RunStats {
+        windows: total,
+        elapsed_s: 0.0,
+        inference_s: 0.0,
+        peak_memory_bytes: 0,
+        memory_source: MemorySource::Unavailable,
+        window_elapsed_s: Vec::with_capacity(total),
+        window_peak_bytes: Vec::with_capacity(total),
+    };
+    for window in &plan.windows {
+        if cancel.is_cancelled() {
+            return Err(PipelineError::Cancelled);
+        }
+        observer(&Event::WindowStarted {
+            index: window.index,
+            total,
+            window: *window,
+        });
+        memory::reset_peak();
+        let window_started = Instant::now();
+        let tensor = window_input(&input.voxels, window, &card.input);
+        let outputs = engine.run(window.index, tensor, cancel)?;
+        stitcher.add(window, &outputs.heads);
+        let elapsed_s = window_started.elapsed().as_secs_f64();
+        let sample = memory::sample();
+        stats.inference_s += elapsed_s;
+        stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
+        stats.memory_source = sample.source;
+        stats.window_elapsed_s.push(elapsed_s);
+        stats.window_peak_bytes.push(sample.peak_bytes);
+        observer(&Event::WindowFinished {
+            index: window.index,
+            total,
+            window: *window,
+            elapsed_s,
+            memory: sample,
+        });
+    }
+    let maps = stitcher.finish();
+    let threshold = config
+        .score_threshold
+        .unwrap_or(card.default_score_threshold);
+    let boxes = nms(
+        decode_centernet(&maps, threshold, input.geometry.size),
+        config.nms_iou,
+    );
+    let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
+    let detections = boxes
+        .into_iter()
+        .map(|b| to_detection(b, &input.geometry, &volume.geometry, &seams))
+        .collect();
+    stats.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(DetectionResult {
+        detections,
+        plan,
+        stats,
+        config: config.clone(),
+        score_threshold: threshold,
+        execution_provider: engine.execution_provider.clone(),
+        onnxruntime_version: engine.runtime.version.clone(),
+        model_name: card.name.clone(),
+        model_sha256: model.sha256.clone(),
+        series_uid: volume.info.series_uid.clone(),
+        model_geometry: input.geometry.clone(),
+        maps,
+    })
+}
+
+/// Maps a box on the model grid to the patient and to the original volume's voxels.
+fn to_detection(
+    b: VoxelBox,
+    model: &Geometry,
+    original: &Geometry,
+    seams: &[Vec<usize>; 3],
+) -> Detection {
+    let center_lps_mm = model.world_from_voxel.apply(b.center);
+    let size_mm = std::array::from_fn(|a| b.size[a] * model.spacing_mm[a]);
+    let (lo, hi) = (b.min(), b.max());
+    // The original grid's voxel range covering the box's eight corners.
+    let voxel_from_world = original.world_from_voxel.inverse();
+    let mut min = [f64::INFINITY; 3];
+    let mut max = [f64::NEG_INFINITY; 3];
+    for corner in 0..8 {
+        let p = std::array::from_fn(|a| if corner >> a & 1 == 0 { lo[a] } else { hi[a] });
+        let world = model.world_from_voxel.apply(p);
+        let v = voxel_from_world.map_or(p, |m| m.apply(world));
+        for a in 0..3 {
+            min[a] = min[a].min(v[a]);
+            max[a] = max[a].max(v[a]);
+        }
+    }
+    let box_voxel = BoxVoxel {
+        min: std::array::from_fn(|a| {
+            (min[a] + 0.5).floor().clamp(0.0, original.size[a] as f64) as usize
+        }),
+        max: std::array::from_fn(|a| {
+            ((max[a] + 0.5).ceil().clamp(0.0, original.size[a] as f64) as usize).max(1)
+        }),
+    };
+    let crosses_seam = (0..3).any(|a| {
+        seams[a]
+            .iter()
+            .any(|&s| lo[a] < s as f64 - 0.5 && hi[a] > s as f64 - 0.5)
+    });
+    Detection {
+        score: b.score,
+        center_lps_mm,
+        size_mm,
+        box_voxel,
+        crosses_seam,
+        model_box: b,
+    }
+}

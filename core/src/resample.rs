@@ -1,0 +1,94 @@
+//! Resampling a volume to the spacing a model was trained at (trilinear, in voxel space).
+//!
+//! The new grid starts at the same first voxel centre and keeps the axis directions, so
+//! `world_from_voxel` only changes its scale; boxes found on the new grid map back through it.
+
+use ndarray::Array3;
+use rayon::prelude::*;
+
+use crate::geometry::{Affine3, scale};
+use crate::volume::{Geometry, Volume, Voxels};
+
+/// Spacings closer than this (relative) are the same: no resampling.
+const SAME_SPACING: f64 = 1e-6;
+
+/// `volume` on a grid of `spacing_mm`, or `None` when it already has that spacing.
+pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
+    let g = &volume.geometry;
+    if (0..3).all(|a| (g.spacing_mm[a] - spacing_mm[a]).abs() <= SAME_SPACING * spacing_mm[a]) {
+        return None;
+    }
+    // Old voxel coordinate of new voxel i along axis a: i * ratio[a].
+    let ratio: [f64; 3] = std::array::from_fn(|a| spacing_mm[a] / g.spacing_mm[a]);
+    let size: [usize; 3] =
+        std::array::from_fn(|a| (((g.size[a] - 1) as f64 / ratio[a]).floor() as usize + 1).max(1));
+    let source = volume.voxels.to_f32();
+    let (sz, sy, sx) = source.dim();
+    let mut out = Array3::<f32>::zeros((size[2], size[1], size[0]));
+    let plane = size[0] * size[1];
+    if let Some(flat) = out.as_slice_mut() {
+        flat.par_chunks_mut(plane)
+            .enumerate()
+            .for_each(|(z, slice)| {
+                let (z0, z1, wz) = bracket(z as f64 * ratio[2], sz);
+                for y in 0..size[1] {
+                    let (y0, y1, wy) = bracket(y as f64 * ratio[1], sy);
+                    for x in 0..size[0] {
+                        let (x0, x1, wx) = bracket(x as f64 * ratio[0], sx);
+                        let at = |zz, yy, xx| f64::from(source[[zz, yy, xx]]);
+                        let lerp = |a: f64, b: f64, w: f64| a + w * (b - a);
+                        let c00 = lerp(at(z0, y0, x0), at(z0, y0, x1), wx);
+                        let c01 = lerp(at(z0, y1, x0), at(z0, y1, x1), wx);
+                        let c10 = lerp(at(z1, y0, x0), at(z1, y0, x1), wx);
+                        let c11 = lerp(at(z1, y1, x0), at(z1, y1, x1), wx);
+                        slice[y * size[0] + x] =
+                            lerp(lerp(c00, c01, wy), lerp(c10, c11, wy), wz) as f32;
+                    }
+                }
+            });
+    }
+    let columns = [0, 1, 2].map(|a| scale(g.world_from_voxel.column(a), ratio[a]));
+    let geometry = Geometry {
+        size,
+        spacing_mm,
+        world_from_voxel: Affine3::from_columns(columns, g.world_from_voxel.translation),
+    };
+    Some(Volume {
+        voxels: Voxels::F32(out),
+        geometry,
+        info: volume.info.clone(),
+        warnings: volume.warnings.clone(),
+    })
+}
+
+/// Neighbouring indices and weight for coordinate `c` on an axis of `n` voxels.
+fn bracket(c: f64, n: usize) -> (usize, usize, f64) {
+    let lo = (c.floor().max(0.0) as usize).min(n - 1);
+    let hi = (lo + 1).min(n - 1);
+    (lo, hi, (c - lo as f64).clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::volume::SeriesInfo;
+
+    #[test]
+    fn a_linear_ramp_stays_linear_and_world_positions_agree() {
+        let a = Array3::from_shape_fn((5, 4, 9), |(z, _, x)| (10 * x + 100 * z) as i16);
+        let volume = Volume {
+            voxels: Voxels::I16(a),
+            geometry: Geometry::axis_aligned([9, 4, 5], [0.5, 1.0, 2.0], [1.0, 2.0, 3.0]),
+            info: SeriesInfo::default(),
+            warnings: Vec::new(),
+        };
+        let r = resample(&volume, [1.0, 1.0, 1.0]).unwrap();
+        assert_eq!(r.geometry.size, [5, 4, 9]);
+        // New voxel (2, 0, 3) is old (4, 0, 1.5): 10 * 4 + 100 * 1.5.
+        assert_eq!(r.voxels.hu_at([2, 0, 3]), Some(190.0));
+        let world_new = r.geometry.world_from_voxel.apply([2.0, 0.0, 3.0]);
+        let world_old = volume.geometry.world_from_voxel.apply([4.0, 0.0, 1.5]);
+        assert_eq!(world_new, world_old);
+        assert!(resample(&volume, [0.5, 1.0, 2.0]).is_none());
+    }
+}
