@@ -97,7 +97,7 @@ def main():
             "offset": {"name": "offset", "meaning": "sub-cell centre offset in [0, 1) output cells, channels x, y, z"},
         },
         "recommended_patch": [64, 64, 32],
-        "default_score_threshold": 0.25,
+        "default_score_threshold": 0.3,
         "training": {"recipe": "training/make_test_model.py", "data": "none (random weights, seed 20261202)"},
         "metrics": None,
     }

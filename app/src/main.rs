@@ -31,6 +31,8 @@ enum Command {
     Info(cmd::info::InfoArgs),
     /// Write a synthetic chest-CT phantom as a DICOM series, with its ground truth.
     Phantom(cmd::phantom::PhantomArgs),
+    /// Run the tiled detector and write det.json (and a LUNA16 CSV).
+    Detect(cmd::detect::DetectArgs),
     /// Load ONNX Runtime and say which library and version were found.
     Runtime,
     /// Print speed figures (loading a series, generating a phantom).
@@ -39,16 +41,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
         // Until the viewer lands, the main job is `info` on the demo study.
-        None => cmd::info::run(&cmd::info::InfoArgs::default()),
-        Some(Command::Info(args)) => cmd::info::run(&args),
-        Some(Command::Phantom(args)) => cmd::phantom::run(&args),
-        Some(Command::Runtime) => cmd::runtime::run(cli.ort_lib.as_deref()),
-        Some(Command::Bench(args)) => cmd::bench::run(&args),
+        None => done(cmd::info::run(&cmd::info::InfoArgs::default())),
+        Some(Command::Info(args)) => done(cmd::info::run(&args)),
+        Some(Command::Phantom(args)) => done(cmd::phantom::run(&args)),
+        Some(Command::Detect(args)) => cmd::detect::run(&args, cli.ort_lib.as_deref()),
+        Some(Command::Runtime) => done(cmd::runtime::run(cli.ort_lib.as_deref())),
+        Some(Command::Bench(args)) => done(cmd::bench::run(&args)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

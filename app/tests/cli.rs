@@ -149,3 +149,173 @@ fn phantom_rejects_a_bad_size_before_doing_anything() {
     );
     assert!(!dir.path().join("x").exists());
 }
+
+fn test_model() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/models/tessera-test-tiny")
+}
+
+fn small_phantom(dir: &std::path::Path, size: &str) -> std::path::PathBuf {
+    let out = dir.join("study");
+    let made = tessera()
+        .args([
+            "phantom",
+            "--seed",
+            "2",
+            "--size",
+            size,
+            "--spacing",
+            "2.5,2.5,5",
+            "--nodules",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr_of(&made));
+    out
+}
+
+#[test]
+fn detect_writes_the_documented_json_and_csv() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "128x112x40");
+    let (json, csv) = (dir.path().join("det.json"), dir.path().join("luna.csv"));
+    let output = tessera()
+        .arg("detect")
+        .arg(&study)
+        .arg("--model")
+        .arg(test_model())
+        .args([
+            "--patch",
+            "64x64x24",
+            "--blend",
+            "halo",
+            "--score-threshold",
+            "0.25",
+            "--out",
+        ])
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(
+        stderr_of(&output).contains("plan: volume 128x112x40"),
+        "{}",
+        stderr_of(&output)
+    );
+    let det: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(det["schema"], "tessera.detections/1");
+    assert_eq!(det["config"]["patch"], serde_json::json!([64, 64, 24]));
+    assert_eq!(det["config"]["blend"], "halo");
+    assert_eq!(det["config"]["device"], "cpu");
+    assert_eq!(det["config"]["precision"], "fp32");
+    assert_eq!(det["runtime"]["onnxruntime"], "1.31.1");
+    assert_eq!(det["runtime"]["execution_provider"], "CPUExecutionProvider");
+    assert_eq!(det["model"]["name"], "tessera-test-tiny");
+    assert_eq!(det["model"]["sha256"].as_str().unwrap().len(), 64);
+    // x: [0,64) [56,120) [112,128); y: [0,64) [56,112); z: [0,24) [16,40).
+    assert_eq!(det["stats"]["windows"], 12);
+    assert_eq!(det["plan"]["windows_per_axis"], serde_json::json!([3, 2, 2]));
+    assert!(det["stats"]["peak_memory_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(det["stats"]["memory_source"], "process_rss");
+    let detections = det["detections"].as_array().unwrap();
+    assert!(!detections.is_empty());
+    for d in detections {
+        for key in [
+            "score",
+            "center_lps_mm",
+            "size_mm",
+            "box_voxel",
+            "crosses_seam",
+        ] {
+            assert!(d.get(key).is_some(), "detection lacks {key}: {d}");
+        }
+    }
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("seriesuid,coordX,coordY,coordZ,probability")
+    );
+    assert_eq!(lines.count(), detections.len());
+}
+
+#[test]
+fn detect_refuses_a_single_pass_plan_with_exit_code_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "96x96x24");
+    let json = dir.path().join("det.json");
+    let output = tessera()
+        .arg("detect")
+        .arg(&study)
+        .arg("--model")
+        .arg(test_model())
+        .args(["--patch", "128x128x32", "--out"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+    let err = stderr_of(&output);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: plan refused: patch 128x128x32 covers the whole volume 96x96x24"),
+        "{err}"
+    );
+    assert!(!json.exists());
+}
+
+#[test]
+fn ctrl_c_cancels_within_a_window_and_writes_no_output() {
+    if !runtime_available() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "256x256x96");
+    let json = dir.path().join("det.json");
+    // Hundreds of small windows: the run lasts seconds, long enough to interrupt.
+    let mut child = tessera()
+        .arg("detect")
+        .arg(&study)
+        .arg("--model")
+        .arg(test_model())
+        .args(["--patch", "24x24x12", "--threads", "1", "--out"])
+        .arg(&json)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("plan:") {
+        line.clear();
+    }
+    assert!(line.contains("plan:"), "no plan line before the run");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("cancelled: no output written"), "{rest}");
+    assert!(!json.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        1,
+        "only the study folder should remain: {leftovers:?}"
+    );
+}

@@ -39,10 +39,19 @@ impl VoxelBox {
     }
 }
 
+/// At most this many peaks are decoded per volume, the highest first (CenterNet keeps a top K
+/// too): a weak or untrained model can put a peak in every other cell.
+pub const MAX_PEAKS: usize = 1000;
+
 /// CenterNet decoding: cells that are the maximum of their 3x3x3 neighbourhood and at least
-/// `threshold`; centre = `(cell + offset) * stride`, size from the size head (input voxels).
-/// Heads are `[heatmap, size, offset]`. Sorted by score, then position: deterministic.
-pub fn decode_centernet(maps: &Maps, threshold: f32, volume_size: [usize; 3]) -> Vec<VoxelBox> {
+/// `threshold`, the [`MAX_PEAKS`] best; centre = `(cell + offset) * stride`, size from the size
+/// head (input voxels). Heads are `[heatmap, size, offset]`. Sorted by score, then position.
+/// Returns the boxes and how many weaker peaks were dropped beyond [`MAX_PEAKS`].
+pub fn decode_centernet(
+    maps: &Maps,
+    threshold: f32,
+    volume_size: [usize; 3],
+) -> (Vec<VoxelBox>, usize) {
     let [heat, size, offset] = [&maps.heads[0], &maps.heads[1], &maps.heads[2]];
     let heat = heat.index_axis(Axis(0), 0);
     let stride = maps.stride as f64;
@@ -64,7 +73,9 @@ pub fn decode_centernet(maps: &Maps, threshold: f32, volume_size: [usize; 3]) ->
         .filter(|b| (0..3).all(|a| b.center[a] < volume_size[a] as f64))
         .collect();
     sort_boxes(&mut boxes);
-    boxes
+    let dropped = boxes.len().saturating_sub(MAX_PEAKS);
+    boxes.truncate(MAX_PEAKS);
+    (boxes, dropped)
 }
 
 /// `(z, y, x, value)` of every cell that is at least `threshold` and not below any neighbour;
@@ -111,9 +122,33 @@ fn local_maxima(heat: &ArrayView3<'_, f32>, threshold: f32) -> Vec<(usize, usize
 /// than `max_iou`, repeats.
 pub fn nms(mut boxes: Vec<VoxelBox>, max_iou: f64) -> Vec<VoxelBox> {
     sort_boxes(&mut boxes);
+    // Only boxes in neighbouring buckets can overlap: buckets as wide as the largest box.
+    let bucket = boxes.iter().flat_map(|b| b.size).fold(1.0_f64, f64::max);
+    let key = |b: &VoxelBox| -> [i64; 3] {
+        std::array::from_fn(|a| (b.center[a] / bucket).floor() as i64)
+    };
+    let mut grid: std::collections::HashMap<[i64; 3], Vec<usize>> =
+        std::collections::HashMap::new();
     let mut kept: Vec<VoxelBox> = Vec::new();
     for b in boxes {
-        if kept.iter().all(|k| k.iou(&b) <= max_iou) {
+        let k = key(&b);
+        let mut clear = true;
+        'neighbours: for dz in -1..=1 {
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    let cell = [k[0] + dx, k[1] + dy, k[2] + dz];
+                    if grid
+                        .get(&cell)
+                        .is_some_and(|ids| ids.iter().any(|&i| kept[i].iou(&b) > max_iou))
+                    {
+                        clear = false;
+                        break 'neighbours;
+                    }
+                }
+            }
+        }
+        if clear {
+            grid.entry(k).or_default().push(kept.len());
             kept.push(b);
         }
     }
@@ -157,7 +192,8 @@ mod tests {
     #[test]
     fn peaks_become_boxes_in_input_voxels() {
         let maps = maps_with_peaks(&[([3, 4, 5], 0.9), ([6, 1, 1], 0.4), ([0, 0, 0], 0.1)]);
-        let boxes = decode_centernet(&maps, 0.3, [16, 16, 16]);
+        let (boxes, dropped) = decode_centernet(&maps, 0.3, [16, 16, 16]);
+        assert_eq!(dropped, 0);
         assert_eq!(boxes.len(), 2);
         assert_eq!(boxes[0].score, 0.9);
         assert_eq!(boxes[0].center, [7.0, 9.0, 11.0]); // (cell + 0.5) * 2
@@ -168,7 +204,7 @@ mod tests {
     #[test]
     fn a_plateau_gives_one_peak_and_padding_peaks_are_dropped() {
         let maps = maps_with_peaks(&[([2, 2, 2], 0.8), ([3, 2, 2], 0.8), ([7, 7, 7], 0.9)]);
-        let boxes = decode_centernet(&maps, 0.5, [14, 14, 14]);
+        let (boxes, _) = decode_centernet(&maps, 0.5, [14, 14, 14]);
         assert_eq!(boxes.len(), 1, "{boxes:?}");
         assert_eq!(boxes[0].center, [5.0, 5.0, 5.0]);
     }

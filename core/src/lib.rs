@@ -14,6 +14,7 @@ pub mod model;
 pub mod phantom;
 pub mod pipeline;
 pub mod plan;
+pub mod report;
 pub mod resample;
 pub mod stitch;
 pub mod volume;

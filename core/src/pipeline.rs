@@ -90,6 +90,8 @@ pub struct RunStats {
     pub memory_source: MemorySource,
     pub window_elapsed_s: Vec<f64>,
     pub window_peak_bytes: Vec<u64>,
+    /// Peaks over the threshold beyond the decoder's cap ([`crate::detect::MAX_PEAKS`]).
+    pub peaks_dropped: usize,
 }
 
 /// Everything a run produced, and what made it.
@@ -214,6 +216,7 @@ fn run(
         memory_source: MemorySource::Unavailable,
         window_elapsed_s: Vec::with_capacity(total),
         window_peak_bytes: Vec::with_capacity(total),
+        peaks_dropped: 0,
     };
     for window in &plan.windows {
         if cancel.is_cancelled() {
@@ -248,10 +251,9 @@ fn run(
     let threshold = config
         .score_threshold
         .unwrap_or(card.default_score_threshold);
-    let boxes = nms(
-        decode_centernet(&maps, threshold, input.geometry.size),
-        config.nms_iou,
-    );
+    let (peaks, peaks_dropped) = decode_centernet(&maps, threshold, input.geometry.size);
+    stats.peaks_dropped = peaks_dropped;
+    let boxes = nms(peaks, config.nms_iou);
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
     let detections = boxes
         .into_iter()

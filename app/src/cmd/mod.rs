@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod detect;
 pub mod info;
 pub mod phantom;
 pub mod runtime;

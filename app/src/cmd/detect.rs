@@ -1,0 +1,191 @@
+//! `tessera detect`: run the tiled detector on a series, with a progress bar per window.
+//!
+//! Exit codes: 0 done; 2 the plan was refused (nothing ran); 130 cancelled (Ctrl-C; nothing
+//! written); 1 any other error. Outputs are written atomically, only after a complete run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use tessera_core::infer::{CancelToken, Device};
+use tessera_core::model::{Model, shipped_models_dir};
+use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
+use tessera_core::plan::{BlendMode, TileSpec, format_bytes, parse_bytes};
+use tessera_core::report::DetectionReport;
+
+use super::phantom::parse_size;
+
+#[derive(Debug, clap::Args)]
+pub struct DetectArgs {
+    /// A DICOM file or folder. Without it: the built-in demo study.
+    pub path: Option<PathBuf>,
+    /// The series to use when the folder holds several (default: the largest stack).
+    #[arg(long)]
+    pub series: Option<String>,
+    /// Model folder (with model.json). Default: the shipped detector.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Window size `XxYxZ` in voxels at the model's spacing (default: the card's recommendation).
+    #[arg(long, value_parser = parse_size)]
+    pub patch: Option<[usize; 3]>,
+    /// Fraction of a window shared with its neighbour (gaussian and constant blending).
+    #[arg(long, default_value_t = 0.25)]
+    pub overlap: f64,
+    #[arg(long, default_value = "halo")]
+    pub blend: BlendMode,
+    /// cpu, cuda:N or tensorrt:N.
+    #[arg(long, default_value = "cpu")]
+    pub device: Device,
+    /// CPU threads for inference (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Refuse plans whose predicted peak exceeds this (e.g. 16GiB).
+    #[arg(long, value_parser = parse_bytes)]
+    pub memory_budget: Option<u64>,
+    /// Allow one window to cover the whole volume (normally refused: that is not tiling).
+    #[arg(long)]
+    pub allow_single_pass: bool,
+    /// Minimum score (default: the card's).
+    #[arg(long)]
+    pub score_threshold: Option<f32>,
+    /// Where to write the detections (JSON).
+    #[arg(long, default_value = "det.json")]
+    pub out: PathBuf,
+    /// Also write the LUNA16 CSV here.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+/// Exit code for a refused plan.
+const EXIT_REFUSED: u8 = 2;
+/// Exit code after Ctrl-C, as shells report SIGINT.
+const EXIT_CANCELLED: u8 = 130;
+
+pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let model_dir = match &args.model {
+        Some(dir) => dir.clone(),
+        None => default_model_dir()?,
+    };
+    let model = Model::load(&model_dir)
+        .with_context(|| format!("loading the model in {}", model_dir.display()))?;
+    let path = match &args.path {
+        Some(p) => p.clone(),
+        None => super::phantom::demo_study_dir().context("preparing the demo study")?,
+    };
+    let (volume, _) = tessera_core::dicom::open(&path, args.series.as_deref())
+        .with_context(|| format!("opening {}", path.display()))?;
+    for warning in &volume.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let config = DetectConfig {
+        tile: TileSpec {
+            patch: args.patch.unwrap_or(model.card.recommended_patch),
+            overlap: args.overlap,
+            blend: args.blend,
+            allow_single_pass: args.allow_single_pass,
+            memory_budget_bytes: args.memory_budget,
+        },
+        device: args.device,
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        score_threshold: args.score_threshold,
+        nms_iou: DEFAULT_NMS_IOU,
+        ort_lib: ort_lib.map(std::path::Path::to_path_buf),
+    };
+
+    let cancel = CancelToken::new();
+    let on_interrupt = cancel.clone();
+    // A second handler cannot be installed (e.g. in tests that call run twice): Ctrl-C then
+    // ends the process the default way, which also writes nothing.
+    let _ = ctrlc::set_handler(move || on_interrupt.cancel());
+
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} windows {elapsed_precise} (eta {eta}) {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let mut observer = |event: &Event| match event {
+        Event::PlanReady(plan) => {
+            eprintln!("{plan}");
+            bar.set_length(plan.windows.len() as u64);
+            bar.set_prefix(format!("{} {}", model.card.name, config.device));
+        }
+        Event::WindowStarted { window, .. } => {
+            bar.set_message(format!("window {:?}..{:?}", window.min, window.max));
+        }
+        Event::WindowFinished {
+            elapsed_s, memory, ..
+        } => {
+            bar.inc(1);
+            bar.set_message(format!(
+                "last {elapsed_s:.2} s, peak {}",
+                format_bytes(memory.peak_bytes)
+            ));
+        }
+        Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => bar.finish_and_clear(),
+    };
+    let result = pipeline::detect(&volume, &model, &config, &cancel, &mut observer);
+    let result = match result {
+        Ok(r) => r,
+        Err(PipelineError::Cancelled) => {
+            eprintln!("cancelled: no output written");
+            return Ok(ExitCode::from(EXIT_CANCELLED));
+        }
+        Err(e @ PipelineError::Plan(_)) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_REFUSED));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if result.stats.peaks_dropped > 0 {
+        eprintln!(
+            "warning: {} more peaks over the threshold {} were dropped (the decoder keeps the best {}): raise --score-threshold",
+            result.stats.peaks_dropped,
+            result.score_threshold,
+            tessera_core::detect::MAX_PEAKS
+        );
+    }
+    let report = DetectionReport::from_result(&result);
+    report.write_json(&args.out)?;
+    if let Some(csv) = &args.csv {
+        report.write_luna16_csv(csv)?;
+    }
+    println!(
+        "{} detection(s) at score >= {} in {:.2} s ({} windows, peak {} {:?}) -> {}",
+        report.detections.len(),
+        result.score_threshold,
+        result.stats.elapsed_s,
+        result.stats.windows,
+        format_bytes(result.stats.peak_memory_bytes),
+        result.stats.memory_source,
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The shipped detector: the first model folder that is not a test model.
+fn default_model_dir() -> anyhow::Result<PathBuf> {
+    let root = shipped_models_dir();
+    let root = root.canonicalize().unwrap_or(root);
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .with_context(|| format!("listing the shipped models in {}", root.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("model.json").is_file())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .find(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().contains("test")))
+        .with_context(|| {
+            format!(
+                "no trained detector is shipped yet in {}: pass --model {}/tessera-test-tiny to run the engine's test model (random weights, finds nothing meaningful)",
+                root.display(),
+                root.display()
+            )
+        })
+}

@@ -1,0 +1,237 @@
+//! Files a user keeps: `det.json` (the documented schema) and the LUNA16 CSV, written
+//! atomically and carrying what made them.
+//!
+//! `det.json` fields are snake_case and stable; a change to them is a change of `schema`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::detect::VoxelBox;
+use crate::infer::MemorySource;
+use crate::pipeline::{BoxVoxel, DetectionResult};
+use crate::plan::BlendMode;
+
+/// The schema name and version written into every `det.json`.
+pub const SCHEMA: &str = "tessera.detections/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetectionReport {
+    pub schema: String,
+    pub tool: Tool,
+    pub series_uid: String,
+    pub config: ConfigRecord,
+    pub runtime: RuntimeRecord,
+    pub model: ModelRecord,
+    pub plan: PlanRecord,
+    pub stats: StatsRecord,
+    pub detections: Vec<DetectionRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    pub patch: [usize; 3],
+    pub overlap: f64,
+    pub blend: BlendMode,
+    pub device: String,
+    pub precision: String,
+    pub threads: usize,
+    pub score_threshold: f32,
+    pub nms_iou: f64,
+    pub allow_single_pass: bool,
+    pub memory_budget_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeRecord {
+    pub onnxruntime: String,
+    pub execution_provider: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRecord {
+    pub name: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub windows_per_axis: [usize; 3],
+    pub halo: [usize; 3],
+    pub recompute_factor: f64,
+    pub predicted_peak_bytes: Option<u64>,
+    /// The grid the model ran on (after resampling): size and spacing.
+    pub model_grid_size: [usize; 3],
+    pub model_spacing_mm: [f64; 3],
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsRecord {
+    pub windows: usize,
+    pub elapsed_s: f64,
+    pub inference_s: f64,
+    pub peak_memory_bytes: u64,
+    pub memory_source: MemorySource,
+    /// Peaks over the threshold that the decoder's cap dropped (0 in a healthy run).
+    pub peaks_dropped: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetectionRecord {
+    pub score: f32,
+    pub center_lps_mm: [f64; 3],
+    pub size_mm: [f64; 3],
+    pub box_voxel: BoxVoxel,
+    pub crosses_seam: bool,
+    /// The box on the model's grid (voxels), for parity checks.
+    pub model_box: ModelBox,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelBox {
+    pub center: [f64; 3],
+    pub size: [f64; 3],
+}
+
+impl From<VoxelBox> for ModelBox {
+    fn from(b: VoxelBox) -> Self {
+        Self {
+            center: b.center,
+            size: b.size,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read {}: {reason}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+}
+
+impl DetectionReport {
+    pub fn from_result(result: &DetectionResult) -> Self {
+        let c = &result.config;
+        Self {
+            schema: SCHEMA.into(),
+            tool: Tool {
+                name: "tessera".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            series_uid: result.series_uid.clone(),
+            config: ConfigRecord {
+                patch: c.tile.patch,
+                overlap: c.tile.overlap,
+                blend: c.tile.blend,
+                device: c.device.to_string(),
+                precision: "fp32".into(),
+                threads: c.threads,
+                score_threshold: result.score_threshold,
+                nms_iou: c.nms_iou,
+                allow_single_pass: c.tile.allow_single_pass,
+                memory_budget_bytes: c.tile.memory_budget_bytes,
+            },
+            runtime: RuntimeRecord {
+                onnxruntime: result.onnxruntime_version.clone(),
+                execution_provider: result.execution_provider.clone(),
+            },
+            model: ModelRecord {
+                name: result.model_name.clone(),
+                sha256: result.model_sha256.clone(),
+            },
+            plan: PlanRecord {
+                windows_per_axis: result.plan.windows_per_axis,
+                halo: result.plan.halo,
+                recompute_factor: result.plan.recompute_factor(),
+                predicted_peak_bytes: result.plan.predicted_peak_bytes,
+                model_grid_size: result.model_geometry.size,
+                model_spacing_mm: result.model_geometry.spacing_mm,
+            },
+            stats: StatsRecord {
+                windows: result.stats.windows,
+                elapsed_s: result.stats.elapsed_s,
+                inference_s: result.stats.inference_s,
+                peak_memory_bytes: result.stats.peak_memory_bytes,
+                memory_source: result.stats.memory_source,
+                peaks_dropped: result.stats.peaks_dropped,
+            },
+            detections: result
+                .detections
+                .iter()
+                .map(|d| DetectionRecord {
+                    score: d.score,
+                    center_lps_mm: d.center_lps_mm,
+                    size_mm: d.size_mm,
+                    box_voxel: d.box_voxel,
+                    crosses_seam: d.crosses_seam,
+                    model_box: d.model_box.into(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Writes `det.json` atomically.
+    pub fn write_json(&self, path: &Path) -> Result<(), ReportError> {
+        let write_error = |source| ReportError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut bytes =
+            serde_json::to_vec_pretty(self).map_err(|e| write_error(std::io::Error::other(e)))?;
+        bytes.push(b'\n');
+        crate::io::write_atomic(path, &bytes).map_err(write_error)
+    }
+
+    /// Reads a `det.json`, checking its schema.
+    pub fn read_json(path: &Path) -> Result<Self, ReportError> {
+        let read_error = |reason: String| ReportError::Read {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let bytes = std::fs::read(path).map_err(|e| read_error(e.to_string()))?;
+        let report: Self = serde_json::from_slice(&bytes).map_err(|e| read_error(e.to_string()))?;
+        if report.schema != SCHEMA {
+            return Err(read_error(format!(
+                "schema {} is not {SCHEMA}",
+                report.schema
+            )));
+        }
+        Ok(report)
+    }
+
+    /// The LUNA16 submission format: `seriesuid,coordX,coordY,coordZ,probability` (world mm).
+    pub fn luna16_csv(&self) -> String {
+        let mut out = String::from("seriesuid,coordX,coordY,coordZ,probability\n");
+        for d in &self.detections {
+            let [x, y, z] = d.center_lps_mm;
+            out.push_str(&format!(
+                "{},{x:.3},{y:.3},{z:.3},{:.6}\n",
+                self.series_uid, d.score
+            ));
+        }
+        out
+    }
+
+    pub fn write_luna16_csv(&self, path: &Path) -> Result<(), ReportError> {
+        crate::io::write_atomic(path, self.luna16_csv().as_bytes()).map_err(|source| {
+            ReportError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
+    }
+}
