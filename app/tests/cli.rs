@@ -221,7 +221,10 @@ fn detect_writes_the_documented_json_and_csv() {
     assert_eq!(det["model"]["sha256"].as_str().unwrap().len(), 64);
     // x: [0,64) [56,120) [112,128); y: [0,64) [56,112); z: [0,24) [16,40).
     assert_eq!(det["stats"]["windows"], 12);
-    assert_eq!(det["plan"]["windows_per_axis"], serde_json::json!([3, 2, 2]));
+    assert_eq!(
+        det["plan"]["windows_per_axis"],
+        serde_json::json!([3, 2, 2])
+    );
     assert!(det["stats"]["peak_memory_bytes"].as_u64().unwrap() > 0);
     assert_eq!(det["stats"]["memory_source"], "process_rss");
     let detections = det["detections"].as_array().unwrap();

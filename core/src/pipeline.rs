@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::detect::{VoxelBox, decode_centernet, nms};
+use crate::infer::arena::CpuAllocator;
 use crate::infer::input::window_input;
 use crate::infer::memory::{self, MemorySample, MemorySource};
 use crate::infer::{CancelToken, Device, Engine, InferError, RuntimeError};
@@ -30,6 +31,9 @@ pub struct DetectConfig {
     pub device: Device,
     /// CPU threads for ONNX Runtime.
     pub threads: usize,
+    /// Host memory strategy of ONNX Runtime (CPU device).
+    #[serde(default)]
+    pub allocator: CpuAllocator,
     /// `None`: the card's default.
     pub score_threshold: Option<f32>,
     pub nms_iou: f64,
@@ -204,6 +208,7 @@ fn run(
         model,
         config.device,
         config.threads,
+        config.allocator,
         config.ort_lib.as_deref(),
     )?;
     let mut stitcher = Stitcher::new(&plan, &[1, 3, 3]);

@@ -4,6 +4,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
 use tessera_core::model::{Model, shipped_models_dir};
 use tessera_core::phantom::{self, PhantomSpec};
@@ -38,6 +39,7 @@ fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
         },
         device: Device::Cpu,
         threads: 2,
+        allocator: CpuAllocator::default(),
         score_threshold: Some(0.2),
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: None,

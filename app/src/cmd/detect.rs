@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
+use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
 use tessera_core::model::{Model, shipped_models_dir};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
@@ -40,6 +41,10 @@ pub struct DetectArgs {
     /// CPU threads for inference (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Host memory strategy on CPU: tight-arena (grows by what is asked), arena (ONNX
+    /// Runtime's default, power-of-two growth) or none.
+    #[arg(long, default_value = "tight-arena")]
+    pub allocator: CpuAllocator,
     /// Refuse plans whose predicted peak exceeds this (e.g. 16GiB).
     #[arg(long, value_parser = parse_bytes)]
     pub memory_budget: Option<u64>,
@@ -90,6 +95,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        allocator: args.allocator,
         score_threshold: args.score_threshold,
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: ort_lib.map(std::path::Path::to_path_buf),

@@ -1,6 +1,7 @@
 //! Inference through ONNX Runtime (`ort`, loaded at run time): the runtime library, sessions per
 //! device, cancellation, and memory probes. Never decides what to run: `plan` does.
 
+pub mod arena;
 pub mod input;
 pub mod memory;
 pub mod runtime;

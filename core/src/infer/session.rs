@@ -8,6 +8,7 @@ use ndarray::{Array4, Array5, Ix5};
 use ort::session::{RunOptions, Session};
 use serde::{Deserialize, Serialize};
 
+use super::arena::{CpuAllocator, ensure_tight_arena};
 use super::runtime::{Runtime, RuntimeError, init_runtime};
 use crate::model::Model;
 
@@ -130,6 +131,7 @@ pub struct Engine {
     input_name: String,
     output_names: Vec<String>,
     pub device: Device,
+    pub allocator: CpuAllocator,
     /// The execution provider that runs the model (`CPUExecutionProvider`, ...).
     pub execution_provider: String,
     pub runtime: Runtime,
@@ -142,6 +144,7 @@ impl Engine {
         model: &Model,
         device: Device,
         threads: usize,
+        allocator: CpuAllocator,
         ort_lib: Option<&Path>,
     ) -> Result<Self, InferError> {
         let runtime = init_runtime(ort_lib)?;
@@ -153,6 +156,10 @@ impl Engine {
         let mut builder =
             Session::builder(&runtime.environment).map_err(|e| fail(e.to_string()))?;
         let (providers, execution_provider) = match device {
+            Device::Cpu if allocator == CpuAllocator::None => (
+                vec![ort::ep::CPU::default().with_arena_allocator(false).build()],
+                "CPUExecutionProvider",
+            ),
             Device::Cpu => (Vec::new(), "CPUExecutionProvider"),
             Device::Cuda(id) => (
                 vec![
@@ -182,6 +189,12 @@ impl Engine {
         builder = builder
             .with_inter_threads(1)
             .map_err(|e| fail(e.to_string()))?;
+        if device == Device::Cpu && allocator == CpuAllocator::TightArena {
+            ensure_tight_arena(&runtime.environment).map_err(&fail)?;
+            builder = builder
+                .with_env_allocators()
+                .map_err(|e| fail(e.to_string()))?;
+        }
         let session = builder
             .commit_from_file(&model.onnx_path)
             .map_err(|e| fail(e.to_string()))?;
@@ -212,6 +225,7 @@ impl Engine {
             input_name: model.card.input.name.clone(),
             output_names,
             device,
+            allocator,
             execution_provider: execution_provider.to_string(),
             runtime,
         })
