@@ -24,6 +24,22 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 5)]
         repeat: usize,
     },
+    /// Run `tessera detect` (each in a fresh process, so allocators do not share memory) on a
+    /// series: whole volume, then each patch, under each allocator.
+    Detect {
+        /// A DICOM folder. Without it: the demo study.
+        path: Option<PathBuf>,
+        #[arg(long)]
+        model: PathBuf,
+        /// Comma-separated `XxYxZ` patches.
+        #[arg(long, default_value = "512x512x64,256x256x64,128x128x64")]
+        patches: String,
+        /// Comma-separated allocators.
+        #[arg(long, default_value = "tight-arena,arena,none")]
+        allocators: String,
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// Generate and write a phantom.
     Phantom {
         #[arg(long, default_value = "512x512x300", value_parser = super::phantom::parse_size)]
@@ -37,6 +53,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     match &args.what {
         BenchWhat::Load { path, repeat } => load(path, *repeat),
         BenchWhat::Phantom { size, spacing } => phantom_bench(*size, *spacing),
+        BenchWhat::Detect { path, model, patches, allocators, threads } => {
+            detect_bench(path.as_deref(), model, patches, allocators, *threads)
+        }
     }
 }
 
@@ -116,5 +135,76 @@ fn phantom_bench(size: [usize; 3], spacing_mm: [f64; 3]) -> anyhow::Result<()> {
         write_s,
         size[2] + 1
     );
+    Ok(())
+}
+
+fn detect_bench(
+    path: Option<&Path>,
+    model: &Path,
+    patches: &str,
+    allocators: &str,
+    threads: Option<usize>,
+) -> anyhow::Result<()> {
+    let study = match path {
+        Some(p) => p.to_path_buf(),
+        None => super::phantom::demo_study_dir()?,
+    };
+    let (volume, _) = dicom::open(&study, None)?;
+    let size = volume.geometry.size;
+    // A patch at least as large as the volume: the whole-volume reference.
+    let whole = size.map(|n| n.div_ceil(2) * 2);
+    let mut runs: Vec<(String, [usize; 3])> = vec![("whole".into(), whole)];
+    for p in patches.split(',').filter(|p| !p.trim().is_empty()) {
+        let patch = super::phantom::parse_size(p.trim()).map_err(anyhow::Error::msg)?;
+        runs.push((p.trim().to_string(), patch));
+    }
+    let exe = std::env::current_exe().context("finding the tessera executable")?;
+    let out = std::env::temp_dir().join(format!("tessera-bench-{}.json", std::process::id()));
+    println!(
+        "detect bench on {} ({} voxels), model {}",
+        study.display(),
+        tessera_core::volume::format_size(size),
+        model.display()
+    );
+    println!(
+        "{:<16} {:<12} {:>8} {:>10} {:>12} {:>12} {:>14}",
+        "patch", "allocator", "windows", "recompute", "inference s", "Mvoxel/s", "peak RSS MiB"
+    );
+    for allocator in allocators.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        for (label, patch) in &runs {
+            let mut command = std::process::Command::new(&exe);
+            command
+                .arg("detect")
+                .arg(&study)
+                .arg("--model")
+                .arg(model)
+                .args(["--patch", &tessera_core::volume::format_size(*patch), "--allocator", allocator])
+                .arg("--out")
+                .arg(&out);
+            if label == "whole" {
+                command.arg("--allow-single-pass");
+            }
+            if let Some(t) = threads {
+                command.args(["--threads", &t.to_string()]);
+            }
+            let result = command.output().context("running tessera detect")?;
+            if !result.status.success() {
+                anyhow::bail!("{label} / {allocator}: {}", String::from_utf8_lossy(&result.stderr).trim());
+            }
+            let report = tessera_core::report::DetectionReport::read_json(&out)?;
+            let voxels = size.iter().product::<usize>() as f64;
+            println!(
+                "{:<16} {:<12} {:>8} {:>10.3} {:>12.2} {:>12.1} {:>14.0}",
+                label,
+                allocator,
+                report.stats.windows,
+                report.plan.recompute_factor,
+                report.stats.inference_s,
+                voxels / report.stats.inference_s / 1e6,
+                report.stats.peak_memory_bytes as f64 / (1024.0 * 1024.0)
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&out);
     Ok(())
 }
