@@ -33,6 +33,8 @@ enum Command {
     Phantom(cmd::phantom::PhantomArgs),
     /// Run the tiled detector and write det.json (and a LUNA16 CSV).
     Detect(cmd::detect::DetectArgs),
+    /// Compare two det.json runs detection by detection; exit 0 only within tolerance.
+    Parity(cmd::parity::ParityArgs),
     /// Load ONNX Runtime and say which library and version were found.
     Runtime,
     /// Print speed figures (loading a series, generating a phantom).
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Some(Command::Info(args)) => done(cmd::info::run(&args)),
         Some(Command::Phantom(args)) => done(cmd::phantom::run(&args)),
         Some(Command::Detect(args)) => cmd::detect::run(&args, cli.ort_lib.as_deref()),
+        Some(Command::Parity(args)) => cmd::parity::run(&args),
         Some(Command::Runtime) => done(cmd::runtime::run(cli.ort_lib.as_deref())),
         Some(Command::Bench(args)) => done(cmd::bench::run(&args)),
     };

@@ -11,6 +11,7 @@ pub mod geometry;
 pub mod infer;
 pub mod io;
 pub mod model;
+pub mod parity;
 pub mod phantom;
 pub mod pipeline;
 pub mod plan;

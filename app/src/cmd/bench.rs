@@ -53,9 +53,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     match &args.what {
         BenchWhat::Load { path, repeat } => load(path, *repeat),
         BenchWhat::Phantom { size, spacing } => phantom_bench(*size, *spacing),
-        BenchWhat::Detect { path, model, patches, allocators, threads } => {
-            detect_bench(path.as_deref(), model, patches, allocators, *threads)
-        }
+        BenchWhat::Detect {
+            path,
+            model,
+            patches,
+            allocators,
+            threads,
+        } => detect_bench(path.as_deref(), model, patches, allocators, *threads),
     }
 }
 
@@ -170,7 +174,11 @@ fn detect_bench(
         "{:<16} {:<12} {:>8} {:>10} {:>12} {:>12} {:>14}",
         "patch", "allocator", "windows", "recompute", "inference s", "Mvoxel/s", "peak RSS MiB"
     );
-    for allocator in allocators.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+    for allocator in allocators
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
         for (label, patch) in &runs {
             let mut command = std::process::Command::new(&exe);
             command
@@ -178,7 +186,12 @@ fn detect_bench(
                 .arg(&study)
                 .arg("--model")
                 .arg(model)
-                .args(["--patch", &tessera_core::volume::format_size(*patch), "--allocator", allocator])
+                .args([
+                    "--patch",
+                    &tessera_core::volume::format_size(*patch),
+                    "--allocator",
+                    allocator,
+                ])
                 .arg("--out")
                 .arg(&out);
             if label == "whole" {
@@ -189,7 +202,10 @@ fn detect_bench(
             }
             let result = command.output().context("running tessera detect")?;
             if !result.status.success() {
-                anyhow::bail!("{label} / {allocator}: {}", String::from_utf8_lossy(&result.stderr).trim());
+                anyhow::bail!(
+                    "{label} / {allocator}: {}",
+                    String::from_utf8_lossy(&result.stderr).trim()
+                );
             }
             let report = tessera_core::report::DetectionReport::read_json(&out)?;
             let voxels = size.iter().product::<usize>() as f64;

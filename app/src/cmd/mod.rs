@@ -3,5 +3,6 @@
 pub mod bench;
 pub mod detect;
 pub mod info;
+pub mod parity;
 pub mod phantom;
 pub mod runtime;
