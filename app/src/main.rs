@@ -35,6 +35,8 @@ enum Command {
     Detect(cmd::detect::DetectArgs),
     /// Compare two det.json runs detection by detection; exit 0 only within tolerance.
     Parity(cmd::parity::ParityArgs),
+    /// Run several patch sizes against a reference: the hardware profiling report.
+    Sweep(cmd::sweep::SweepArgs),
     /// Load ONNX Runtime and say which library and version were found.
     Runtime,
     /// Print speed figures (loading a series, generating a phantom).
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         Some(Command::Phantom(args)) => done(cmd::phantom::run(&args)),
         Some(Command::Detect(args)) => cmd::detect::run(&args, cli.ort_lib.as_deref()),
         Some(Command::Parity(args)) => cmd::parity::run(&args),
+        Some(Command::Sweep(args)) => done(cmd::sweep::run(&args, cli.ort_lib.as_deref())),
         Some(Command::Runtime) => done(cmd::runtime::run(cli.ort_lib.as_deref())),
         Some(Command::Bench(args)) => done(cmd::bench::run(&args)),
     };

@@ -322,3 +322,166 @@ fn ctrl_c_cancels_within_a_window_and_writes_no_output() {
         "only the study folder should remain: {leftovers:?}"
     );
 }
+
+fn detect_to(
+    study: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    tessera()
+        .arg("detect")
+        .arg(study)
+        .arg("--model")
+        .arg(test_model())
+        .args(["--score-threshold", "0.28"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn parity_exits_0_for_identical_detections_and_1_for_drift() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "128x112x40");
+    let (whole, tiled) = (dir.path().join("whole.json"), dir.path().join("tiled.json"));
+    assert!(
+        detect_to(
+            &study,
+            &whole,
+            &["--patch", "128x112x40", "--allow-single-pass"]
+        )
+        .status
+        .success()
+    );
+    assert!(
+        detect_to(&study, &tiled, &["--patch", "64x64x24"])
+            .status
+            .success()
+    );
+    let same = tessera()
+        .arg("parity")
+        .arg(&whole)
+        .arg(&tiled)
+        .output()
+        .unwrap();
+    assert_eq!(same.status.code(), Some(0), "{}", stdout_of(&same));
+    assert!(
+        stdout_of(&same).starts_with("# Parity: PASS"),
+        "{}",
+        stdout_of(&same)
+    );
+
+    // One score moved by 1e-3: over the default tolerance of 1e-4.
+    let mut det: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&tiled).unwrap()).unwrap();
+    let score = det["detections"][0]["score"].as_f64().unwrap();
+    det["detections"][0]["score"] = serde_json::json!(score + 1e-3);
+    let drifted = dir.path().join("drifted.json");
+    std::fs::write(&drifted, serde_json::to_vec(&det).unwrap()).unwrap();
+    let differ = tessera()
+        .args(["parity", "--json"])
+        .arg(&whole)
+        .arg(&drifted)
+        .output()
+        .unwrap();
+    assert_eq!(differ.status.code(), Some(1));
+    let parity: serde_json::Value = serde_json::from_str(&stdout_of(&differ)).unwrap();
+    assert_eq!(parity["within_tolerance"], false);
+    let max = parity["max_score_difference"].as_f64().unwrap();
+    assert!((max - 1e-3).abs() < 1e-6, "{max}");
+}
+
+#[test]
+fn sweep_writes_the_report_csv_chart_and_memory_model() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "128x112x40");
+    let out = dir.path().join("sweep");
+    let output = tessera()
+        .arg("sweep")
+        .arg(&study)
+        .arg("--model")
+        .arg(test_model())
+        .args([
+            "--patches",
+            "128x112x24,64x64x24",
+            "--memory-budget",
+            "8GiB",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    for file in [
+        "report.md",
+        "sweep.csv",
+        "memory.svg",
+        "memory.png",
+        "memory_model.json",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("| 128x112x40 (reference) | 1 |"),
+        "{report}"
+    );
+    assert_eq!(report.matches("| match (0 / 0 only").count(), 2, "{report}");
+    assert!(report.contains("ONNX Runtime 1.31.1"), "{report}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+    let png = std::fs::read(out.join("memory.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let calibration: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("memory_model.json")).unwrap()).unwrap();
+    assert!(
+        calibration["model"]["bytes_per_voxel"]
+            .as_f64()
+            .unwrap()
+            .is_finite()
+    );
+
+    // The calibration drives the budget: a budget below every prediction is refused at plan time.
+    let refused = detect_to(
+        &study,
+        &dir.path().join("never.json"),
+        &[
+            "--memory-budget",
+            "1MiB",
+            "--memory-model",
+            out.join("memory_model.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr_of(&refused));
+    assert!(
+        stderr_of(&refused).contains("no patch fits the memory budget of 1.00 MiB"),
+        "{}",
+        stderr_of(&refused)
+    );
+    assert!(!dir.path().join("never.json").exists());
+}
+
+#[test]
+fn a_budget_without_any_memory_model_says_how_to_calibrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "96x96x24");
+    let output = detect_to(
+        &study,
+        &dir.path().join("x.json"),
+        &["--memory-budget", "8GiB"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr_of(&output).contains("run `tessera sweep --model ... --out DIR` to calibrate"),
+        "{}",
+        stderr_of(&output)
+    );
+}

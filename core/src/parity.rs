@@ -69,10 +69,23 @@ pub struct ParityReport {
     pub within_tolerance: bool,
 }
 
-/// Compares `a` with `b`.
+/// Compares run `a` with run `b`.
 pub fn compare(a: &DetectionReport, b: &DetectionReport, tolerances: Tolerances) -> ParityReport {
-    let spacing = a.plan.model_spacing_mm;
-    let (da, db) = (&a.detections, &b.detections);
+    compare_detections(
+        &a.detections,
+        &b.detections,
+        a.plan.model_spacing_mm,
+        tolerances,
+    )
+}
+
+/// Compares two lists of detections on a model grid of `spacing` mm.
+pub fn compare_detections(
+    da: &[DetectionRecord],
+    db: &[DetectionRecord],
+    spacing: [f64; 3],
+    tolerances: Tolerances,
+) -> ParityReport {
     let mut candidates: Vec<(usize, usize, f64)> = Vec::new();
     for (i, x) in da.iter().enumerate() {
         for (j, y) in db.iter().enumerate() {

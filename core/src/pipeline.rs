@@ -38,6 +38,9 @@ pub struct DetectConfig {
     pub score_threshold: Option<f32>,
     pub nms_iou: f64,
     pub ort_lib: Option<PathBuf>,
+    /// Overrides the card's memory coefficients (e.g. a calibration from `tessera sweep`).
+    #[serde(default)]
+    pub memory_model: Option<MemoryModel>,
 }
 
 /// Progress, as the observer sees it.
@@ -155,9 +158,11 @@ pub fn plan_for(
         Device::Cpu => "cpu",
         Device::Cuda(_) | Device::TensorRt(_) => "cuda",
     };
-    let memory = model.card.memory.get(key).map(|m| MemoryModel {
-        fixed_bytes: m.fixed_bytes,
-        bytes_per_voxel: m.bytes_per_voxel,
+    let memory = config.memory_model.or_else(|| {
+        model.card.memory.get(key).map(|m| MemoryModel {
+            fixed_bytes: m.fixed_bytes,
+            bytes_per_voxel: m.bytes_per_voxel,
+        })
     });
     TilePlan::new(volume_size, grid, &config.tile, memory.as_ref())
 }

@@ -78,7 +78,7 @@ pub struct ModelGrid {
 }
 
 /// Predicted peak memory of one window: `fixed_bytes + bytes_per_voxel * voxels`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MemoryModel {
     pub fixed_bytes: f64,
     pub bytes_per_voxel: f64,
@@ -88,6 +88,74 @@ impl MemoryModel {
     pub fn predict_bytes(&self, voxels: usize) -> u64 {
         (self.fixed_bytes + self.bytes_per_voxel * voxels as f64).max(0.0) as u64
     }
+
+    /// Least-squares fit of `peak = fixed + per_voxel * voxels` to measured `(voxels, peak)`
+    /// points; `None` with fewer than two distinct window sizes.
+    pub fn fit(points: &[(usize, u64)]) -> Option<Self> {
+        let n = points.len() as f64;
+        let mean_x = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+        let mean_y = points.iter().map(|p| p.1 as f64).sum::<f64>() / n;
+        let sxx: f64 = points.iter().map(|p| (p.0 as f64 - mean_x).powi(2)).sum();
+        let sxy: f64 = points
+            .iter()
+            .map(|p| (p.0 as f64 - mean_x) * (p.1 as f64 - mean_y))
+            .sum();
+        if points.len() < 2 || sxx <= 0.0 {
+            return None;
+        }
+        let bytes_per_voxel = sxy / sxx;
+        Some(Self {
+            fixed_bytes: mean_y - bytes_per_voxel * mean_x,
+            bytes_per_voxel,
+        })
+    }
+}
+
+/// Share of a memory budget kept free when choosing a patch (driver, display, other work).
+pub const BUDGET_HEADROOM: f64 = 0.10;
+
+/// The patch with the best throughput whose predicted peak fits `budget_bytes` with
+/// [`BUDGET_HEADROOM`]: full axial (x/y) context first, as deep in z as fits (fewer windows,
+/// less recompute), and narrower in x/y only when no depth fits. Never a single window.
+pub fn choose_patch(
+    volume_size: [usize; 3],
+    grid: ModelGrid,
+    memory: &MemoryModel,
+    budget_bytes: u64,
+) -> Result<[usize; 3], PlanError> {
+    let s = grid.stride.max(1);
+    let halo = grid.receptive_radius.div_ceil(s) * s;
+    let padded: [usize; 3] = std::array::from_fn(|a| volume_size[a].div_ceil(s) * s);
+    let usable = budget_bytes as f64 * (1.0 - BUDGET_HEADROOM);
+    let smallest_side = 2 * halo + 2 * s;
+    let mut smallest = [smallest_side; 3];
+    let mut xy: [usize; 2] = [padded[0], padded[1]];
+    loop {
+        // Deepest z first; below the full depth so that the volume is tiled.
+        let deepest = if padded[2] > s { padded[2] - s } else { s };
+        let mut z = deepest;
+        while z >= smallest_side.min(deepest) {
+            let patch = [xy[0], xy[1], z];
+            smallest = patch;
+            if (memory.predict_bytes(patch.iter().product()) as f64) <= usable {
+                return Ok(patch);
+            }
+            if z <= s {
+                break;
+            }
+            z -= s;
+        }
+        if xy.iter().all(|v| *v <= smallest_side) {
+            break;
+        }
+        // Halve x/y (kept on the stride), never below the smallest useful side.
+        xy = xy.map(|v| ((v / 2).div_ceil(s) * s).max(smallest_side));
+    }
+    Err(PlanError::NothingFits {
+        smallest: format_size(smallest),
+        predicted: format_bytes(memory.predict_bytes(smallest.iter().product())),
+        budget: format_bytes(budget_bytes),
+    })
 }
 
 /// One window, in voxels of the (padded) input grid, `[x, y, z]`.
@@ -159,6 +227,14 @@ pub enum PlanError {
     )]
     OverBudget {
         patch: String,
+        predicted: String,
+        budget: String,
+    },
+    #[error(
+        "no patch fits the memory budget of {budget} (with 10% headroom): even {smallest} needs a predicted {predicted}"
+    )]
+    NothingFits {
+        smallest: String,
         predicted: String,
         budget: String,
     },

@@ -12,6 +12,18 @@ use crate::volume::{Geometry, Volume, Voxels};
 /// Spacings closer than this (relative) are the same: no resampling.
 const SAME_SPACING: f64 = 1e-6;
 
+/// The size of the grid [`resample`] would make, without making it.
+pub fn resampled_size(geometry: &Geometry, spacing_mm: [f64; 3]) -> [usize; 3] {
+    std::array::from_fn(|a| {
+        let ratio = spacing_mm[a] / geometry.spacing_mm[a];
+        if (ratio - 1.0).abs() <= SAME_SPACING {
+            geometry.size[a]
+        } else {
+            (((geometry.size[a] - 1) as f64 / ratio).floor() as usize + 1).max(1)
+        }
+    })
+}
+
 /// `volume` on a grid of `spacing_mm`, or `None` when it already has that spacing.
 pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
     let g = &volume.geometry;
@@ -20,8 +32,7 @@ pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
     }
     // Old voxel coordinate of new voxel i along axis a: i * ratio[a].
     let ratio: [f64; 3] = std::array::from_fn(|a| spacing_mm[a] / g.spacing_mm[a]);
-    let size: [usize; 3] =
-        std::array::from_fn(|a| (((g.size[a] - 1) as f64 / ratio[a]).floor() as usize + 1).max(1));
+    let size = resampled_size(g, spacing_mm);
     let source = volume.voxels.to_f32();
     let (sz, sy, sx) = source.dim();
     let mut out = Array3::<f32>::zeros((size[2], size[1], size[0]));

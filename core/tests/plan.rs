@@ -227,3 +227,45 @@ fn sizes_in_bytes_parse() {
     assert!(parse_bytes("lots").is_err());
     assert!(parse_bytes("16 parsecs").is_err());
 }
+
+#[test]
+fn a_linear_memory_model_is_recovered_from_measurements() {
+    let points = [
+        (1_000_000, 150_000_000),
+        (2_000_000, 250_000_000),
+        (4_000_000, 450_000_000),
+    ];
+    let m = MemoryModel::fit(&points).unwrap();
+    assert!((m.bytes_per_voxel - 100.0).abs() < 1e-9, "{m:?}");
+    assert!((m.fixed_bytes - 50e6).abs() < 1e-3, "{m:?}");
+    assert!(MemoryModel::fit(&[(5, 5), (5, 6)]).is_none());
+}
+
+#[test]
+fn the_budget_picks_full_axial_context_as_deep_as_fits() {
+    use tessera_core::plan::choose_patch;
+    // The seed's numbers, roughly: 10.6 GB at 512x512x64, 44 GB at 512x512x192.
+    let memory = MemoryModel {
+        fixed_bytes: 0.2e9,
+        bytes_per_voxel: 620.0,
+    };
+    let budget = parse_bytes("16GB").unwrap();
+    let patch = choose_patch([512, 512, 300], GRID, &memory, budget).unwrap();
+    assert_eq!(&patch[..2], &[512, 512]);
+    // 0.9 * 16e9 = 14.4e9 usable: z <= (14.4e9 - 0.2e9) / 620 / 512^2 = 87.4, on the stride: 86.
+    assert_eq!(patch[2], 86);
+    // A tiny budget shrinks x/y only when no depth fits; nothing fitting is refused clearly.
+    let small = choose_patch([512, 512, 300], GRID, &memory, parse_bytes("1GB").unwrap()).unwrap();
+    assert!(small[0] < 512 && small[0] == small[1], "{small:?}");
+    let err = choose_patch(
+        [512, 512, 300],
+        GRID,
+        &memory,
+        parse_bytes("100MB").unwrap(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no patch fits the memory budget of 95.37 MiB (with 10% headroom): even 12x12x12 needs a predicted 191.76 MiB"
+    );
+}

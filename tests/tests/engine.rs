@@ -43,6 +43,7 @@ fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
         score_threshold: Some(0.2),
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: None,
+        memory_model: None,
     }
 }
 

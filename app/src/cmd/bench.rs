@@ -35,7 +35,7 @@ pub enum BenchWhat {
         #[arg(long, default_value = "512x512x64,256x256x64,128x128x64")]
         patches: String,
         /// Comma-separated allocators.
-        #[arg(long, default_value = "tight-arena,arena,none")]
+        #[arg(long, default_value = "none,tight-arena,arena")]
         allocators: String,
         #[arg(long)]
         threads: Option<usize>,

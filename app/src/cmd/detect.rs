@@ -12,7 +12,9 @@ use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
 use tessera_core::model::{Model, shipped_models_dir};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
-use tessera_core::plan::{BlendMode, TileSpec, format_bytes, parse_bytes};
+use tessera_core::plan::{
+    BlendMode, MemoryModel, ModelGrid, TileSpec, choose_patch, format_bytes, parse_bytes,
+};
 use tessera_core::report::DetectionReport;
 
 use super::phantom::parse_size;
@@ -41,13 +43,17 @@ pub struct DetectArgs {
     /// CPU threads for inference (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Host memory strategy on CPU: tight-arena (grows by what is asked), arena (ONNX
-    /// Runtime's default, power-of-two growth) or none.
-    #[arg(long, default_value = "tight-arena")]
+    /// Host memory strategy on CPU: none (lowest, most predictable peak), tight-arena (grows
+    /// by what is asked) or arena (ONNX Runtime's default, power-of-two growth).
+    #[arg(long, default_value = "none")]
     pub allocator: CpuAllocator,
-    /// Refuse plans whose predicted peak exceeds this (e.g. 16GiB).
+    /// Refuse plans whose predicted peak exceeds this (e.g. 16GiB). Without --patch, choose
+    /// the patch that fits it best.
     #[arg(long, value_parser = parse_bytes)]
     pub memory_budget: Option<u64>,
+    /// Memory calibration written by `tessera sweep` (memory_model.json); default: the card's.
+    #[arg(long)]
+    pub memory_model: Option<PathBuf>,
     /// Allow one window to cover the whole volume (normally refused: that is not tiling).
     #[arg(long)]
     pub allow_single_pass: bool,
@@ -83,9 +89,26 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     for warning in &volume.warnings {
         eprintln!("warning: {warning}");
     }
+    let memory_model = match &args.memory_model {
+        Some(path) => Some(super::sweep::read_memory_model(path)?.model),
+        None => None,
+    };
+    let patch = match (args.patch, args.memory_budget) {
+        (Some(patch), _) => patch,
+        (None, None) => model.card.recommended_patch,
+        (None, Some(budget)) => {
+            match choose_for_budget(&model, &volume, args, memory_model.as_ref(), budget)? {
+                Ok(patch) => patch,
+                Err(refusal) => {
+                    eprintln!("error: plan refused: {refusal}");
+                    return Ok(ExitCode::from(EXIT_REFUSED));
+                }
+            }
+        }
+    };
     let config = DetectConfig {
         tile: TileSpec {
-            patch: args.patch.unwrap_or(model.card.recommended_patch),
+            patch,
             overlap: args.overlap,
             blend: args.blend,
             allow_single_pass: args.allow_single_pass,
@@ -99,6 +122,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         score_threshold: args.score_threshold,
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: ort_lib.map(std::path::Path::to_path_buf),
+        memory_model,
     };
 
     let cancel = CancelToken::new();
@@ -194,4 +218,49 @@ fn default_model_dir() -> anyhow::Result<PathBuf> {
                 root.display()
             )
         })
+}
+
+/// The patch for a memory budget, from the calibration or the card. The outer error is a
+/// missing calibration; the inner one a refusal (nothing fits).
+fn choose_for_budget(
+    model: &Model,
+    volume: &tessera_core::Volume,
+    args: &DetectArgs,
+    calibrated: Option<&MemoryModel>,
+    budget: u64,
+) -> anyhow::Result<Result<[usize; 3], tessera_core::plan::PlanError>> {
+    let key = if args.device == Device::Cpu {
+        "cpu"
+    } else {
+        "cuda"
+    };
+    let from_card = model.card.memory.get(key).map(|m| MemoryModel {
+        fixed_bytes: m.fixed_bytes,
+        bytes_per_voxel: m.bytes_per_voxel,
+    });
+    let Some(memory) = calibrated.copied().or(from_card) else {
+        anyhow::bail!(
+            "no memory model for {} on {}: run `tessera sweep --model ... --out DIR` to calibrate, then pass --memory-model DIR/memory_model.json (or give --patch)",
+            model.card.name,
+            args.device
+        );
+    };
+    let size = match model.card.target_spacing_mm {
+        Some(spacing) => tessera_core::resample::resampled_size(&volume.geometry, spacing),
+        None => volume.geometry.size,
+    };
+    let grid = ModelGrid {
+        stride: model.card.stride,
+        receptive_radius: model.card.receptive_radius(),
+    };
+    let chosen = choose_patch(size, grid, &memory, budget);
+    if let Ok(patch) = &chosen {
+        eprintln!(
+            "patch {} chosen for the budget of {} (predicted {})",
+            tessera_core::volume::format_size(*patch),
+            format_bytes(budget),
+            format_bytes(memory.predict_bytes(patch.iter().product()))
+        );
+    }
+    Ok(chosen)
 }

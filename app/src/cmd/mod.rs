@@ -1,8 +1,10 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod chart;
 pub mod detect;
 pub mod info;
 pub mod parity;
 pub mod phantom;
 pub mod runtime;
+pub mod sweep;

@@ -1,0 +1,399 @@
+//! `tessera sweep`: the hardware profiling report. Runs the detector at several patch sizes
+//! (each in a fresh process, so that memory figures do not leak between runs), checks each
+//! against a reference run, fits the memory model, and writes `report.md`, `sweep.csv`,
+//! `memory.svg`, `memory.png` and `memory_model.json` into the output folder.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use tessera_core::infer::Device;
+use tessera_core::infer::arena::CpuAllocator;
+use tessera_core::model::Model;
+use tessera_core::parity::{ParityReport, Tolerances, compare};
+use tessera_core::pipeline::{DEFAULT_NMS_IOU, DetectConfig, plan_for};
+use tessera_core::plan::{BlendMode, MemoryModel, TileSpec, format_bytes, parse_bytes};
+use tessera_core::report::DetectionReport;
+use tessera_core::volume::format_size;
+
+use super::phantom::parse_size;
+
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// A DICOM file or folder. Without it: the built-in demo study.
+    pub path: Option<PathBuf>,
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Comma-separated `XxYxZ` patches. Default: derived from the volume and the model.
+    #[arg(long)]
+    pub patches: Option<String>,
+    /// `whole` (one window over the volume, allowed here on purpose) or a patch `XxYxZ`.
+    #[arg(long, default_value = "whole")]
+    pub reference: String,
+    #[arg(long, default_value = "halo")]
+    pub blend: BlendMode,
+    #[arg(long, default_value = "0.25")]
+    pub overlap: f64,
+    #[arg(long, default_value = "cpu")]
+    pub device: Device,
+    #[arg(long, default_value = "none")]
+    pub allocator: CpuAllocator,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Drawn on the chart and used for the "fits" column (e.g. 16GiB).
+    #[arg(long, value_parser = parse_bytes)]
+    pub memory_budget: Option<u64>,
+    #[arg(long, default_value_t = 1e-4)]
+    pub score_tol: f32,
+    #[arg(long, default_value_t = 0.5)]
+    pub box_tol_voxels: f64,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `memory_model.json`: a calibration, and what it was measured on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemoryModelFile {
+    pub model_name: String,
+    pub model_sha256: String,
+    pub device: String,
+    pub allocator: String,
+    pub model: MemoryModel,
+    /// `(largest window voxels, measured peak bytes)` per run.
+    pub points: Vec<(usize, u64)>,
+}
+
+pub fn read_memory_model(path: &Path) -> anyhow::Result<MemoryModelFile> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a memory_model.json", path.display()))
+}
+
+/// One row of the report.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub label: String,
+    pub patch: [usize; 3],
+    pub largest_window_voxels: usize,
+    pub report: DetectionReport,
+    pub parity: Option<ParityReport>,
+    pub wall_s: f64,
+}
+
+pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
+    let model = Model::load(&args.model)
+        .with_context(|| format!("loading the model in {}", args.model.display()))?;
+    let study = match &args.path {
+        Some(p) => p.clone(),
+        None => super::phantom::demo_study_dir()?,
+    };
+    let (volume, _) = tessera_core::dicom::open(&study, None)
+        .with_context(|| format!("opening {}", study.display()))?;
+    let size = match model.card.target_spacing_mm {
+        Some(spacing) => tessera_core::resample::resampled_size(&volume.geometry, spacing),
+        None => volume.geometry.size,
+    };
+    let stride = model.card.stride;
+    let whole = size.map(|n| n.div_ceil(stride) * stride);
+    let patches: Vec<[usize; 3]> = match &args.patches {
+        Some(list) => list
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| parse_size(p.trim()).map_err(anyhow::Error::msg))
+            .collect::<anyhow::Result<_>>()?,
+        None => derived_patches(whole, stride, model.card.receptive_radius()),
+    };
+    let reference = if args.reference == "whole" {
+        whole
+    } else {
+        parse_size(&args.reference).map_err(anyhow::Error::msg)?
+    };
+    let runs_dir = args.out.join("runs");
+    std::fs::create_dir_all(&runs_dir)
+        .with_context(|| format!("creating {}", runs_dir.display()))?;
+    let exe = std::env::current_exe().context("finding the tessera executable")?;
+
+    let total = patches.len() + 1;
+    let mut rows = Vec::with_capacity(total);
+    for (k, (label, patch)) in std::iter::once(("reference".to_string(), reference))
+        .chain(patches.iter().map(|p| (format_size(*p), *p)))
+        .enumerate()
+    {
+        eprintln!("[{}/{total}] {label}: patch {}", k + 1, format_size(patch));
+        let out = runs_dir.join(format!("{}.json", label.replace('x', "_")));
+        let started = std::time::Instant::now();
+        let mut command = Command::new(&exe);
+        if let Some(lib) = ort_lib {
+            command.arg("--ort-lib").arg(lib);
+        }
+        command
+            .arg("detect")
+            .arg(&study)
+            .arg("--model")
+            .arg(&args.model)
+            .args([
+                "--patch",
+                &format_size(patch),
+                "--blend",
+                &args.blend.to_string(),
+            ])
+            .args([
+                "--overlap",
+                &args.overlap.to_string(),
+                "--device",
+                &args.device.to_string(),
+            ])
+            .args(["--allocator", &args.allocator.to_string()])
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        if (0..3).all(|a| patch[a] >= whole[a]) {
+            command.arg("--allow-single-pass");
+        }
+        if let Some(t) = args.threads {
+            command.args(["--threads", &t.to_string()]);
+        }
+        let status = command.status().context("running tessera detect")?;
+        if !status.success() {
+            anyhow::bail!(
+                "the run with patch {} failed ({status})",
+                format_size(patch)
+            );
+        }
+        let report = DetectionReport::read_json(&out)?;
+        let config = DetectConfig {
+            tile: TileSpec {
+                patch,
+                overlap: args.overlap,
+                blend: args.blend,
+                allow_single_pass: true,
+                memory_budget_bytes: None,
+            },
+            device: args.device,
+            threads: 1,
+            allocator: args.allocator,
+            score_threshold: None,
+            nms_iou: DEFAULT_NMS_IOU,
+            ort_lib: None,
+            memory_model: None,
+        };
+        let plan = plan_for(size, &model, &config)?;
+        let largest_window_voxels = plan.windows.iter().map(|w| w.voxels()).max().unwrap_or(0);
+        rows.push(Row {
+            label,
+            patch,
+            largest_window_voxels,
+            report,
+            parity: None,
+            wall_s: started.elapsed().as_secs_f64(),
+        });
+    }
+    let tolerances = Tolerances {
+        score: args.score_tol,
+        box_voxels: args.box_tol_voxels,
+    };
+    let reference_report = rows[0].report.clone();
+    for row in rows.iter_mut().skip(1) {
+        row.parity = Some(compare(&reference_report, &row.report, tolerances));
+    }
+    let points: Vec<(usize, u64)> = rows
+        .iter()
+        .map(|r| (r.largest_window_voxels, r.report.stats.peak_memory_bytes))
+        .collect();
+    let memory = MemoryModel::fit(&points);
+    if let Some(m) = memory {
+        let file = MemoryModelFile {
+            model_name: model.card.name.clone(),
+            model_sha256: model.sha256.clone(),
+            device: args.device.to_string(),
+            allocator: args.allocator.to_string(),
+            model: m,
+            points: points.clone(),
+        };
+        tessera_core::io::write_atomic(
+            &args.out.join("memory_model.json"),
+            &serde_json::to_vec_pretty(&file)?,
+        )?;
+    }
+    let csv = csv(&rows, memory.as_ref());
+    tessera_core::io::write_atomic(&args.out.join("sweep.csv"), csv.as_bytes())?;
+    let report = markdown(&rows, memory.as_ref(), args, &study, size);
+    tessera_core::io::write_atomic(&args.out.join("report.md"), report.as_bytes())?;
+    super::chart::memory_chart(&rows, memory.as_ref(), args.memory_budget, &args.out)?;
+    println!("{report}");
+    eprintln!(
+        "wrote {}/report.md, sweep.csv, memory.svg, memory.png, memory_model.json",
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// Full axial context at decreasing depths, then narrower x/y at a middle depth.
+fn derived_patches(whole: [usize; 3], stride: usize, radius: usize) -> Vec<[usize; 3]> {
+    let halo = radius.div_ceil(stride) * stride;
+    let minimum = 2 * halo + 2 * stride;
+    let on_stride = |v: usize| (v / stride * stride).max(minimum);
+    let mut out = Vec::new();
+    for fraction in [0.75, 0.5, 0.375, 0.25] {
+        let z = on_stride((whole[2] as f64 * fraction) as usize);
+        out.push([whole[0], whole[1], z]);
+    }
+    let mid = on_stride(whole[2] / 2);
+    for fraction in [0.5, 0.375] {
+        out.push([
+            on_stride((whole[0] as f64 * fraction) as usize),
+            on_stride((whole[1] as f64 * fraction) as usize),
+            mid,
+        ]);
+    }
+    out.dedup();
+    out
+}
+
+fn parity_cell(p: Option<&ParityReport>) -> String {
+    match p {
+        None => "reference".into(),
+        Some(p) => format!(
+            "{} ({} / {} only, max score diff {:.1e}, max face {:.2} vx)",
+            if p.within_tolerance {
+                "match"
+            } else {
+                "DIFFERS"
+            },
+            p.only_a.len(),
+            p.only_b.len(),
+            p.max_score_difference,
+            p.max_face_difference_voxels
+        ),
+    }
+}
+
+fn csv(rows: &[Row], memory: Option<&MemoryModel>) -> String {
+    let mut s = String::from(
+        "label,patch,windows,recompute_factor,largest_window_voxels,peak_memory_bytes,predicted_peak_bytes,inference_s,wall_s,detections,matches_reference,only_reference,only_run,max_score_difference,max_face_difference_voxels\n",
+    );
+    for r in rows {
+        let p = r.parity.as_ref();
+        let _ = writeln!(
+            s,
+            "{},{},{},{:.4},{},{},{},{:.3},{:.3},{},{},{},{},{:e},{:.4}",
+            r.label,
+            format_size(r.patch),
+            r.report.stats.windows,
+            r.report.plan.recompute_factor,
+            r.largest_window_voxels,
+            r.report.stats.peak_memory_bytes,
+            memory.map_or(String::new(), |m| m
+                .predict_bytes(r.largest_window_voxels)
+                .to_string()),
+            r.report.stats.inference_s,
+            r.wall_s,
+            r.report.detections.len(),
+            p.is_none_or(|p| p.within_tolerance),
+            p.map_or(0, |p| p.only_a.len()),
+            p.map_or(0, |p| p.only_b.len()),
+            p.map_or(0.0, |p| p.max_score_difference),
+            p.map_or(0.0, |p| p.max_face_difference_voxels),
+        );
+    }
+    s
+}
+
+fn markdown(
+    rows: &[Row],
+    memory: Option<&MemoryModel>,
+    args: &SweepArgs,
+    study: &Path,
+    size: [usize; 3],
+) -> String {
+    let first = &rows[0].report;
+    let mut s = String::from("# Tessera hardware profiling report\n\n");
+    let _ = writeln!(
+        s,
+        "- study: `{}` ({} voxels on the model grid, spacing {:?} mm)",
+        study.display(),
+        format_size(size),
+        first.plan.model_spacing_mm
+    );
+    let _ = writeln!(
+        s,
+        "- model: {} (sha256 {})",
+        first.model.name, first.model.sha256
+    );
+    let _ = writeln!(
+        s,
+        "- device: {}, execution provider {}, precision {}, allocator {}, {} threads, ONNX Runtime {}",
+        first.config.device,
+        first.runtime.execution_provider,
+        first.config.precision,
+        first.config.allocator,
+        first.config.threads,
+        first.runtime.onnxruntime
+    );
+    let _ = writeln!(
+        s,
+        "- blend {}, overlap {}, memory source {:?}",
+        args.blend, args.overlap, first.stats.memory_source
+    );
+    let _ = writeln!(s, "- tool: tessera {}\n", first.tool.version);
+    s.push_str("| patch | windows | recompute | peak memory | predicted | error | inference s | wall s | fits budget | output parity |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        let measured = r.report.stats.peak_memory_bytes;
+        let (predicted, error) = match memory {
+            Some(m) => {
+                let p = m.predict_bytes(r.largest_window_voxels);
+                (
+                    format_bytes(p),
+                    format!(
+                        "{:+.1} %",
+                        (p as f64 - measured as f64) / measured as f64 * 100.0
+                    ),
+                )
+            }
+            None => ("-".into(), "-".into()),
+        };
+        let fits = args.memory_budget.map_or("-".into(), |b| {
+            if measured <= b {
+                "yes".to_string()
+            } else {
+                "no".to_string()
+            }
+        });
+        let _ = writeln!(
+            s,
+            "| {}{} | {} | {:.3} | {} | {} | {} | {:.2} | {:.2} | {} | {} |",
+            format_size(r.patch),
+            if r.parity.is_none() {
+                " (reference)"
+            } else {
+                ""
+            },
+            r.report.stats.windows,
+            r.report.plan.recompute_factor,
+            format_bytes(measured),
+            predicted,
+            error,
+            r.report.stats.inference_s,
+            r.wall_s,
+            fits,
+            parity_cell(r.parity.as_ref())
+        );
+    }
+    match memory {
+        Some(m) => {
+            let _ = writeln!(
+                s,
+                "\nMemory model (least squares over these runs): peak = {} + {:.1} bytes x window voxels. Calibration: `memory_model.json`.",
+                format_bytes(m.fixed_bytes.max(0.0) as u64),
+                m.bytes_per_voxel
+            );
+        }
+        None => s.push_str("\nMemory model: not enough distinct window sizes to fit.\n"),
+    }
+    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU).\n");
+    s
+}
