@@ -24,11 +24,35 @@ from onnx import TensorProto, helper, numpy_helper
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = os.path.join(ROOT, "assets", "models", "tessera-test-tiny")
 rng = np.random.default_rng(20261202)
+WEIGHTS = []
+
+
+def to_fp16(model):
+    """The same network in half precision: fp16 weights, a cast after the input and before
+    each output, so that callers still pass and receive fp32."""
+    graph = model.graph
+    inits = [numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name) for t in graph.initializer]
+    rename = {"ct": "ct_fp16", "heatmap": "heatmap_fp16", "size": "size_fp16", "offset": "offset_fp16"}
+    nodes = [helper.make_node("Cast", ["ct"], ["ct_fp16"], to=TensorProto.FLOAT16)]
+    for n in graph.node:
+        node = onnx.NodeProto()
+        node.CopyFrom(n)
+        node.input[:] = [rename.get(i, i) for i in n.input]
+        node.output[:] = [rename.get(o, o) for o in n.output]
+        nodes.append(node)
+    for out in ["heatmap", "size", "offset"]:
+        nodes.append(helper.make_node("Cast", [rename[out]], [out], to=TensorProto.FLOAT))
+    g = helper.make_graph(nodes, graph.name + "-fp16", list(graph.input), list(graph.output), inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
 
 
 def conv(name, x, cin, cout, k, stride, nodes, inits, bias=0.0, gain=1.0):
     w = rng.normal(0.0, gain * np.sqrt(2.0 / (cin * k**3)), size=(cout, cin, k, k, k)).astype(np.float32)
     b = np.full((cout,), bias, dtype=np.float32)
+    WEIGHTS.append((name, w, b))
     inits += [numpy_helper.from_array(w, name + ".w"), numpy_helper.from_array(b, name + ".b")]
     pad = k // 2
     nodes.append(
@@ -75,12 +99,16 @@ def main():
     data = model.SerializeToString()
     with open(os.path.join(OUT, "model.onnx"), "wb") as f:
         f.write(data)
+    data16 = to_fp16(model).SerializeToString()
+    with open(os.path.join(OUT, "model_fp16.onnx"), "wb") as f:
+        f.write(data16)
     card = {
         "name": "tessera-test-tiny",
         "version": "1",
         "purpose": "Engine tests only: fixed random weights. It finds nothing meaningful.",
         "model_file": "model.onnx",
         "sha256": hashlib.sha256(data).hexdigest(),
+        "variants": {"fp16": {"model_file": "model_fp16.onnx", "sha256": hashlib.sha256(data16).hexdigest()}},
         "output_family": "centernet",
         "input": {
             "name": "ct",
@@ -104,7 +132,7 @@ def main():
     with open(os.path.join(OUT, "model.json"), "w") as f:
         json.dump(card, f, indent=2)
         f.write("\n")
-    print(f"wrote {OUT}/model.onnx ({len(data)} bytes) and model.json")
+    print(f"wrote {OUT}/model.onnx ({len(data)} bytes), model_fp16.onnx ({len(data16)} bytes) and model.json")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,42 @@ pub struct MemoryCoefficients {
     pub measured_on: String,
 }
 
+/// Numeric precision of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    #[default]
+    Fp32,
+    Fp16,
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fp32" => Ok(Self::Fp32),
+            "fp16" => Ok(Self::Fp16),
+            other => Err(format!("precision '{other}' is not fp32 or fp16")),
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Fp32 => "fp32",
+            Self::Fp16 => "fp16",
+        })
+    }
+}
+
+/// Another file of the same network, e.g. its fp16 export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    pub model_file: String,
+    pub sha256: String,
+}
+
 /// `model.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelCard {
@@ -68,6 +104,9 @@ pub struct ModelCard {
     pub model_file: String,
     /// SHA-256 of `model_file`, hex; the file must match.
     pub sha256: String,
+    /// Other precisions of the same network (`fp16`), each checked like the main file.
+    #[serde(default)]
+    pub variants: std::collections::BTreeMap<String, Variant>,
     pub output_family: OutputFamily,
     pub input: InputSpec,
     /// Spacing the model was trained at; input is resampled to it. `None`: native spacing.
@@ -106,6 +145,8 @@ pub struct Model {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    #[error("model {model} has no {precision} variant in its card")]
+    NoVariant { model: String, precision: Precision },
     #[error("model folder {} has no model.json card: Tessera runs only models with a card", dir.display())]
     NoCard { dir: PathBuf },
     #[error("cannot read {}: {source}", path.display())]
@@ -163,23 +204,51 @@ impl Model {
             return Err(bad("a centernet model needs size and offset outputs".into()));
         }
         let onnx_path = dir.join(&card.model_file);
-        let bytes = std::fs::read(&onnx_path).map_err(|source| ModelError::Io {
-            path: onnx_path.clone(),
-            source,
-        })?;
-        let sha256 = hex(&Sha256::digest(&bytes));
-        if !card.sha256.eq_ignore_ascii_case(&sha256) {
-            return Err(ModelError::HashMismatch {
-                path: onnx_path,
-                expected: card.sha256.clone(),
-                actual: sha256,
-            });
+        let sha256 = checked_hash(&onnx_path, &card.sha256)?;
+        for variant in card.variants.values() {
+            checked_hash(&dir.join(&variant.model_file), &variant.sha256)?;
         }
         Ok(Self {
             dir: dir.to_path_buf(),
             card,
             onnx_path,
             sha256,
+        })
+    }
+}
+
+/// The file for `precision`, and its hash.
+impl Model {
+    pub fn file_for(&self, precision: Precision) -> Result<(PathBuf, String), ModelError> {
+        match precision {
+            Precision::Fp32 => Ok((self.onnx_path.clone(), self.sha256.clone())),
+            Precision::Fp16 => self
+                .card
+                .variants
+                .get("fp16")
+                .map(|v| (self.dir.join(&v.model_file), v.sha256.to_ascii_lowercase()))
+                .ok_or(ModelError::NoVariant {
+                    model: self.card.name.clone(),
+                    precision,
+                }),
+        }
+    }
+}
+
+/// The file's SHA-256, refused when it is not the card's.
+fn checked_hash(path: &Path, expected: &str) -> Result<String, ModelError> {
+    let bytes = std::fs::read(path).map_err(|source| ModelError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let actual = hex(&Sha256::digest(&bytes));
+    if expected.eq_ignore_ascii_case(&actual) {
+        Ok(actual)
+    } else {
+        Err(ModelError::HashMismatch {
+            path: path.to_path_buf(),
+            expected: expected.to_string(),
+            actual,
         })
     }
 }
@@ -219,7 +288,7 @@ mod tests {
     #[test]
     fn a_changed_model_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        for f in ["model.json", "model.onnx"] {
+        for f in ["model.json", "model.onnx", "model_fp16.onnx"] {
             std::fs::copy(test_model_dir().join(f), dir.path().join(f)).unwrap();
         }
         let mut bytes = std::fs::read(dir.path().join("model.onnx")).unwrap();

@@ -14,8 +14,9 @@ use crate::detect::{VoxelBox, decode_centernet, nms};
 use crate::infer::arena::CpuAllocator;
 use crate::infer::input::window_input;
 use crate::infer::memory::{self, MemorySample, MemorySource};
+use crate::infer::session::EngineOptions;
 use crate::infer::{CancelToken, Device, Engine, InferError, RuntimeError};
-use crate::model::{Model, OutputFamily};
+use crate::model::{Model, OutputFamily, Precision};
 use crate::plan::{MemoryModel, ModelGrid, PlanError, TilePlan, TileSpec, Window};
 use crate::resample::resample;
 use crate::stitch::{Maps, Stitcher};
@@ -37,6 +38,8 @@ pub struct DetectConfig {
     /// `None`: the card's default.
     pub score_threshold: Option<f32>,
     pub nms_iou: f64,
+    #[serde(default)]
+    pub precision: Precision,
     pub ort_lib: Option<PathBuf>,
     /// Overrides the card's memory coefficients (e.g. a calibration from `tessera sweep`).
     #[serde(default)]
@@ -97,6 +100,9 @@ pub struct RunStats {
     pub memory_source: MemorySource,
     pub window_elapsed_s: Vec<f64>,
     pub window_peak_bytes: Vec<u64>,
+    /// Below fp32: the largest heatmap difference from an fp32 run of the first window, so that
+    /// reduced precision is measured, not assumed.
+    pub precision_drift: Option<f32>,
     /// Peaks over the threshold beyond the decoder's cap ([`crate::detect::MAX_PEAKS`]).
     pub peaks_dropped: usize,
 }
@@ -209,13 +215,14 @@ fn run(
     let plan = plan_for(input.geometry.size, model, config)?;
     observer(&Event::PlanReady(plan.clone()));
 
-    let mut engine = Engine::new(
-        model,
-        config.device,
-        config.threads,
-        config.allocator,
-        config.ort_lib.as_deref(),
-    )?;
+    let options = EngineOptions {
+        device: config.device,
+        threads: config.threads,
+        allocator: config.allocator,
+        precision: config.precision,
+        ort_lib: config.ort_lib.as_deref(),
+    };
+    let mut engine = Engine::new(model, &options)?;
     let mut stitcher = Stitcher::new(&plan, &[1, 3, 3]);
     let total = plan.windows.len();
     let mut stats = RunStats {
@@ -227,6 +234,7 @@ fn run(
         window_elapsed_s: Vec::with_capacity(total),
         window_peak_bytes: Vec::with_capacity(total),
         peaks_dropped: 0,
+        precision_drift: None,
     };
     for window in &plan.windows {
         if cancel.is_cancelled() {
@@ -240,7 +248,13 @@ fn run(
         memory::reset_peak();
         let window_started = Instant::now();
         let tensor = window_input(&input.voxels, window, &card.input);
+        let fp32_check =
+            (window.index == 0 && config.precision != Precision::Fp32).then(|| tensor.clone());
         let outputs = engine.run(window.index, tensor, cancel)?;
+        if let Some(input) = fp32_check {
+            stats.precision_drift =
+                Some(precision_drift(model, &options, &outputs, input, cancel)?);
+        }
         stitcher.add(window, &outputs.heads);
         let elapsed_s = window_started.elapsed().as_secs_f64();
         let sample = memory::sample();
@@ -330,4 +344,28 @@ fn to_detection(
         crosses_seam,
         model_box: b,
     }
+}
+
+/// Runs `input` through an fp32 session and returns the largest heatmap difference from
+/// `reduced`, the same window's outputs at the run's precision.
+fn precision_drift(
+    model: &Model,
+    options: &EngineOptions<'_>,
+    reduced: &crate::infer::WindowOutputs,
+    input: ndarray::Array5<f32>,
+    cancel: &CancelToken,
+) -> Result<f32, PipelineError> {
+    let mut reference = Engine::new(
+        model,
+        &EngineOptions {
+            precision: Precision::Fp32,
+            ..*options
+        },
+    )?;
+    let full = reference.run(0, input, cancel)?;
+    Ok(full.heads[0]
+        .iter()
+        .zip(reduced.heads[0].iter())
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max))
 }

@@ -79,6 +79,8 @@ pub struct StatsRecord {
     pub inference_s: f64,
     pub peak_memory_bytes: u64,
     pub memory_source: MemorySource,
+    /// Below fp32: largest heatmap difference from fp32 on the first window.
+    pub precision_drift: Option<f32>,
     /// Peaks over the threshold that the decoder's cap dropped (0 in a healthy run).
     pub peaks_dropped: usize,
 }
@@ -139,7 +141,7 @@ impl DetectionReport {
                 overlap: c.tile.overlap,
                 blend: c.tile.blend,
                 device: c.device.to_string(),
-                precision: "fp32".into(),
+                precision: c.precision.to_string(),
                 threads: c.threads,
                 allocator: c.allocator.to_string(),
                 score_threshold: result.score_threshold,
@@ -170,6 +172,7 @@ impl DetectionReport {
                 peak_memory_bytes: result.stats.peak_memory_bytes,
                 memory_source: result.stats.memory_source,
                 peaks_dropped: result.stats.peaks_dropped,
+                precision_drift: result.stats.precision_drift,
             },
             detections: result
                 .detections

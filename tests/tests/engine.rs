@@ -6,7 +6,7 @@
 
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
-use tessera_core::model::{Model, shipped_models_dir};
+use tessera_core::model::{Model, Precision, shipped_models_dir};
 use tessera_core::phantom::{self, PhantomSpec};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
 use tessera_core::plan::{BlendMode, PlanError, TileSpec};
@@ -43,6 +43,7 @@ fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
         score_threshold: Some(0.2),
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: None,
+        precision: Precision::Fp32,
         memory_model: None,
     }
 }
@@ -241,4 +242,34 @@ fn a_refused_plan_fails_before_any_window() {
     assert!(
         matches!(&events[0], Event::Failed(m) if m.starts_with("plan refused: patch 128x128x64 covers the whole volume"))
     );
+}
+
+#[test]
+fn fp16_runs_report_their_drift_from_fp32() {
+    if !runtime_available() {
+        return;
+    }
+    /// The test model's fp16 export moved the heatmap by 3e-4 on the demo; scores live in [0, 1].
+    const FP16_DRIFT_LIMIT: f32 = 5e-3;
+    let mut c = config([64, 64, 32], BlendMode::Halo);
+    c.precision = Precision::Fp16;
+    let (volume, model) = (volume(), model());
+    let half = pipeline::detect(&volume, &model, &c, &CancelToken::new(), &mut |_| {}).unwrap();
+    let drift = half.stats.precision_drift.unwrap();
+    assert!(drift > 0.0 && drift < FP16_DRIFT_LIMIT, "drift {drift}");
+    let full = pipeline::detect(
+        &volume,
+        &model,
+        &config([64, 64, 32], BlendMode::Halo),
+        &CancelToken::new(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(full.stats.precision_drift, None);
+    let worst = half.maps.heads[0]
+        .iter()
+        .zip(full.maps.heads[0].iter())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max);
+    assert!(worst < FP16_DRIFT_LIMIT, "whole-map drift {worst}");
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
-use tessera_core::model::{Model, shipped_models_dir};
+use tessera_core::model::{Model, Precision, shipped_models_dir};
 use tessera_core::parity::{Tolerances, compare, compare_detections};
 use tessera_core::phantom::{self, PhantomSpec};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig};
@@ -51,6 +51,7 @@ fn config(patch: [usize; 3], blend: BlendMode, allow_single_pass: bool) -> Detec
         score_threshold: Some(0.28),
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: None,
+        precision: Precision::Fp32,
         memory_model: None,
     }
 }

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
-use tessera_core::model::{Model, shipped_models_dir};
+use tessera_core::model::{Model, Precision, shipped_models_dir};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
 use tessera_core::plan::{
     BlendMode, MemoryModel, ModelGrid, TileSpec, choose_patch, format_bytes, parse_bytes,
@@ -57,6 +57,10 @@ pub struct DetectArgs {
     /// Allow one window to cover the whole volume (normally refused: that is not tiling).
     #[arg(long)]
     pub allow_single_pass: bool,
+    /// fp32, or fp16 when the model card ships an fp16 variant; the drift from fp32 on the
+    /// first window is measured and reported.
+    #[arg(long, default_value = "fp32")]
+    pub precision: Precision,
     /// Minimum score (default: the card's).
     #[arg(long)]
     pub score_threshold: Option<f32>,
@@ -122,6 +126,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         score_threshold: args.score_threshold,
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: ort_lib.map(std::path::Path::to_path_buf),
+        precision: args.precision,
         memory_model,
     };
 
@@ -178,6 +183,12 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
             result.stats.peaks_dropped,
             result.score_threshold,
             tessera_core::detect::MAX_PEAKS
+        );
+    }
+    if let Some(drift) = result.stats.precision_drift {
+        eprintln!(
+            "{} drift: the first window's heatmap differs from fp32 by up to {drift:.2e}",
+            config.precision
         );
     }
     let report = DetectionReport::from_result(&result);

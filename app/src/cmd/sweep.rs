@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use tessera_core::infer::Device;
 use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::model::Model;
+use tessera_core::model::{Model, Precision};
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 use tessera_core::pipeline::{DEFAULT_NMS_IOU, DetectConfig, plan_for};
 use tessera_core::plan::{BlendMode, MemoryModel, TileSpec, format_bytes, parse_bytes};
@@ -178,6 +178,7 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
             score_threshold: None,
             nms_iou: DEFAULT_NMS_IOU,
             ort_lib: None,
+            precision: Precision::Fp32,
             memory_model: None,
         };
         let plan = plan_for(size, &model, &config)?;

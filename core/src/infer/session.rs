@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::arena::{CpuAllocator, ensure_tight_arena};
 use super::runtime::{Runtime, RuntimeError, init_runtime};
-use crate::model::Model;
+use crate::model::{Model, Precision};
 
 /// Where inference runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,22 +137,41 @@ pub struct Engine {
     pub runtime: Runtime,
 }
 
+/// How to open a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOptions<'a> {
+    pub device: Device,
+    pub threads: usize,
+    pub allocator: CpuAllocator,
+    pub precision: Precision,
+    pub ort_lib: Option<&'a Path>,
+}
+
 impl Engine {
-    /// Opens `model` on `device`. GPU providers that cannot start are an error, never a silent
+    /// Opens `model` on a device. GPU providers that cannot start are an error, never a silent
     /// fall back to CPU.
-    pub fn new(
-        model: &Model,
-        device: Device,
-        threads: usize,
-        allocator: CpuAllocator,
-        ort_lib: Option<&Path>,
-    ) -> Result<Self, InferError> {
-        let runtime = init_runtime(ort_lib)?;
-        let fail = |reason: String| InferError::Session {
+    pub fn new(model: &Model, options: &EngineOptions<'_>) -> Result<Self, InferError> {
+        let EngineOptions {
             device,
-            model: model.card.name.clone(),
-            reason,
+            threads,
+            allocator,
+            precision,
+            ort_lib,
+        } = *options;
+        let runtime = init_runtime(ort_lib)?;
+        let fail = |reason: String| {
+            let hint = if device == Device::Cpu {
+                ""
+            } else {
+                " (GPU devices need the GPU runtime: ./scripts/setup.sh --gpu, and an NVIDIA driver)"
+            };
+            InferError::Session {
+                device,
+                model: model.card.name.clone(),
+                reason: format!("{reason}{hint}"),
+            }
         };
+        let (model_path, _) = model.file_for(precision).map_err(|e| fail(e.to_string()))?;
         let mut builder =
             Session::builder(&runtime.environment).map_err(|e| fail(e.to_string()))?;
         let (providers, execution_provider) = match device {
@@ -196,7 +215,7 @@ impl Engine {
                 .map_err(|e| fail(e.to_string()))?;
         }
         let session = builder
-            .commit_from_file(&model.onnx_path)
+            .commit_from_file(&model_path)
             .map_err(|e| fail(e.to_string()))?;
         let available: Vec<String> = session
             .outputs()
