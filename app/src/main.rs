@@ -38,7 +38,7 @@ enum Command {
     /// Run several patch sizes against a reference: the hardware profiling report.
     Sweep(cmd::sweep::SweepArgs),
     /// Load ONNX Runtime and say which library and version were found.
-    Runtime,
+    Runtime(cmd::runtime::RuntimeArgs),
     /// Print speed figures (loading a series, generating a phantom).
     Bench(cmd::bench::BenchArgs),
 }
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         Some(Command::Detect(args)) => cmd::detect::run(&args, cli.ort_lib.as_deref()),
         Some(Command::Parity(args)) => cmd::parity::run(&args),
         Some(Command::Sweep(args)) => done(cmd::sweep::run(&args, cli.ort_lib.as_deref())),
-        Some(Command::Runtime) => done(cmd::runtime::run(cli.ort_lib.as_deref())),
+        Some(Command::Runtime(args)) => done(cmd::runtime::run(&args, cli.ort_lib.as_deref())),
         Some(Command::Bench(args)) => done(cmd::bench::run(&args)),
     };
     match result {

@@ -485,3 +485,31 @@ fn a_budget_without_any_memory_model_says_how_to_calibrate() {
         stderr_of(&output)
     );
 }
+
+/// No silent fall back to CPU: a CUDA run either runs on CUDA or fails saying why.
+#[test]
+fn a_cuda_run_runs_on_cuda_or_fails_with_the_reason() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "96x96x24");
+    let out = dir.path().join("cuda.json");
+    let output = detect_to(&study, &out, &["--patch", "64x64x16", "--device", "cuda:0"]);
+    if output.status.success() {
+        let det: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(
+            det["runtime"]["execution_provider"],
+            "CUDAExecutionProvider"
+        );
+        assert_eq!(det["config"]["device"], "cuda:0");
+    } else {
+        let err = stderr_of(&output);
+        assert!(
+            err.contains("cannot start the cuda:0 session for model tessera-test-tiny"),
+            "{err}"
+        );
+        assert!(err.contains("./scripts/setup.sh --gpu"), "{err}");
+        assert!(!out.exists());
+    }
+}

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::{VoxelBox, decode_centernet, nms};
 use crate::infer::arena::CpuAllocator;
+use crate::infer::gpu::GpuProbe;
 use crate::infer::input::window_input;
 use crate::infer::memory::{self, MemorySample, MemorySource};
 use crate::infer::session::EngineOptions;
@@ -100,6 +101,10 @@ pub struct RunStats {
     pub memory_source: MemorySource,
     pub window_elapsed_s: Vec<f64>,
     pub window_peak_bytes: Vec<u64>,
+    /// What ran it, for the memory gauge: the GPU's name, or the CPU and its threads.
+    pub device_name: String,
+    /// Host memory peak (process RSS), also when `peak_memory_bytes` is GPU memory.
+    pub host_peak_memory_bytes: u64,
     /// Below fp32: the largest heatmap difference from an fp32 run of the first window, so that
     /// reduced precision is measured, not assumed.
     pub precision_drift: Option<f32>,
@@ -223,6 +228,18 @@ fn run(
         ort_lib: config.ort_lib.as_deref(),
     };
     let mut engine = Engine::new(model, &options)?;
+    // GPU memory through NVML on NVIDIA devices; host memory otherwise (or when NVML is absent).
+    let mut gpu = match config.device {
+        Device::Cuda(i) | Device::TensorRt(i) => {
+            Some(GpuProbe::open(u32::try_from(i).unwrap_or(0)))
+        }
+        Device::Cpu => None,
+    };
+    let device_name = match &gpu {
+        Some(Ok(probe)) => probe.name.clone(),
+        Some(Err(reason)) => format!("{} ({reason})", config.device),
+        None => format!("CPU ({} threads)", config.threads),
+    };
     let mut stitcher = Stitcher::new(&plan, &[1, 3, 3]);
     let total = plan.windows.len();
     let mut stats = RunStats {
@@ -235,6 +252,8 @@ fn run(
         window_peak_bytes: Vec::with_capacity(total),
         peaks_dropped: 0,
         precision_drift: None,
+        device_name,
+        host_peak_memory_bytes: 0,
     };
     for window in &plan.windows {
         if cancel.is_cancelled() {
@@ -257,7 +276,12 @@ fn run(
         }
         stitcher.add(window, &outputs.heads);
         let elapsed_s = window_started.elapsed().as_secs_f64();
-        let sample = memory::sample();
+        let host = memory::sample();
+        stats.host_peak_memory_bytes = stats.host_peak_memory_bytes.max(host.peak_bytes);
+        let sample = match gpu.as_mut() {
+            Some(Ok(probe)) => probe.sample(),
+            _ => host,
+        };
         stats.inference_s += elapsed_s;
         stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
         stats.memory_source = sample.source;

@@ -79,6 +79,8 @@ pub struct StatsRecord {
     pub inference_s: f64,
     pub peak_memory_bytes: u64,
     pub memory_source: MemorySource,
+    pub device_name: String,
+    pub host_peak_memory_bytes: u64,
     /// Below fp32: largest heatmap difference from fp32 on the first window.
     pub precision_drift: Option<f32>,
     /// Peaks over the threshold that the decoder's cap dropped (0 in a healthy run).
@@ -173,6 +175,8 @@ impl DetectionReport {
                 memory_source: result.stats.memory_source,
                 peaks_dropped: result.stats.peaks_dropped,
                 precision_drift: result.stats.precision_drift,
+                device_name: result.stats.device_name.clone(),
+                host_peak_memory_bytes: result.stats.host_peak_memory_bytes,
             },
             detections: result
                 .detections

@@ -43,7 +43,9 @@ pub fn shared_data(relative: &str) -> Option<PathBuf> {
 /// # Panics
 /// In CI, when it is missing: the test command runs the set-up first, so it must be there.
 pub fn runtime_available() -> bool {
-    let found = tessera_core::infer::locate_runtime(None).is_ok();
+    let found =
+        tessera_core::infer::locate_runtime(None, tessera_core::infer::runtime::Flavour::Cpu)
+            .is_ok();
     if !found {
         let message = "ONNX Runtime not found: run ./scripts/setup.sh";
         if std::env::var_os("CI").is_some() {

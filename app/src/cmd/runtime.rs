@@ -1,14 +1,26 @@
-//! `tessera runtime`: which ONNX Runtime is loaded, from where.
+//! `tessera runtime [--gpu]`: which ONNX Runtime is loaded, from where.
 
 use std::path::Path;
 
 use anyhow::Context as _;
 use tessera_core::infer::init_runtime;
+use tessera_core::infer::runtime::Flavour;
 
-pub fn run(explicit: Option<&Path>) -> anyhow::Result<()> {
-    let runtime = init_runtime(explicit).context("loading ONNX Runtime")?;
+#[derive(Debug, clap::Args)]
+pub struct RuntimeArgs {
+    /// Prefer the GPU build (from `./scripts/setup.sh --gpu`) and preload its CUDA libraries.
+    #[arg(long)]
+    pub gpu: bool,
+}
+
+pub fn run(args: &RuntimeArgs, explicit: Option<&Path>) -> anyhow::Result<()> {
+    let flavour = if args.gpu { Flavour::Gpu } else { Flavour::Cpu };
+    let runtime = init_runtime(explicit, flavour).context("loading ONNX Runtime")?;
     println!("ONNX Runtime {}", runtime.version);
     println!("library: {}", runtime.path.display());
     println!("found via: {}", runtime.source);
+    if args.gpu {
+        println!("CUDA libraries preloaded: {}", runtime.cuda_libraries);
+    }
     Ok(())
 }

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub enum MemorySource {
     /// Process resident set (host memory), Linux `/proc`.
     ProcessRss,
+    /// This process's GPU memory, NVML (NVIDIA).
+    GpuNvml,
     /// Nothing could be measured on this platform.
     Unavailable,
 }

@@ -2,6 +2,7 @@
 //! device, cancellation, and memory probes. Never decides what to run: `plan` does.
 
 pub mod arena;
+pub mod gpu;
 pub mod input;
 pub mod memory;
 pub mod runtime;

@@ -47,6 +47,8 @@ pub struct Runtime {
     pub source: RuntimeSource,
     /// As the library reports it, e.g. `1.31.1`.
     pub version: String,
+    /// CUDA libraries preloaded from the GPU runtime folder (0 for the CPU build).
+    pub cuda_libraries: usize,
     /// The process-wide ONNX Runtime environment that sessions are built in.
     pub environment: ort::environment::Environment,
 }
@@ -73,38 +75,56 @@ pub enum RuntimeError {
     },
 }
 
-/// The project-local runtime folder filled by `scripts/setup.sh`.
+/// Which build of ONNX Runtime: the CPU one (`.runtime/onnxruntime`), or the GPU one with the
+/// CUDA and TensorRT providers (`.runtime/onnxruntime-gpu`, from `scripts/setup.sh --gpu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    Cpu,
+    Gpu,
+}
+
+/// The project-local runtime files filled by `scripts/setup.sh`, most preferred first: the GPU
+/// build when asked for, then the CPU build.
 ///
 /// Looked for next to the executable (a packaged install), then above it (a build in
 /// `target/`), then in the source tree this binary was built from.
-pub fn project_runtime_candidates() -> Vec<PathBuf> {
+pub fn project_runtime_candidates(flavour: Flavour) -> Vec<PathBuf> {
     let name = library_file_name();
+    let folders: &[&str] = match flavour {
+        Flavour::Gpu => &["onnxruntime-gpu", "onnxruntime"],
+        Flavour::Cpu => &["onnxruntime"],
+    };
     let mut out = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        let mut dir = exe.parent().map(Path::to_path_buf);
-        if let Some(d) = &dir {
-            out.push(d.join("onnxruntime").join(&name));
+    for folder in folders {
+        if let Ok(exe) = std::env::current_exe() {
+            let mut dir = exe.parent().map(Path::to_path_buf);
+            if let Some(d) = &dir {
+                out.push(d.join(folder).join(&name));
+            }
+            while let Some(d) = dir {
+                out.push(d.join(".runtime").join(folder).join(&name));
+                dir = d.parent().map(Path::to_path_buf);
+            }
         }
-        while let Some(d) = dir {
-            out.push(d.join(".runtime").join("onnxruntime").join(&name));
-            dir = d.parent().map(Path::to_path_buf);
-        }
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        out.push(workspace.join(".runtime").join(folder).join(&name));
     }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    out.push(workspace.join(".runtime").join("onnxruntime").join(&name));
     out.dedup();
     out
 }
 
 /// Resolves the library path without loading it.
-pub fn locate_runtime(explicit: Option<&Path>) -> Result<(PathBuf, RuntimeSource), RuntimeError> {
+pub fn locate_runtime(
+    explicit: Option<&Path>,
+    flavour: Flavour,
+) -> Result<(PathBuf, RuntimeSource), RuntimeError> {
     if let Some(path) = explicit {
         return checked(path.to_path_buf(), RuntimeSource::Explicit);
     }
     if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
         return checked(PathBuf::from(path), RuntimeSource::EnvVar);
     }
-    let candidates = project_runtime_candidates();
+    let candidates = project_runtime_candidates(flavour);
     candidates
         .iter()
         .find(|p| p.is_file())
@@ -130,11 +150,17 @@ fn checked(path: PathBuf, source: RuntimeSource) -> Result<(PathBuf, RuntimeSour
 
 static LOADED: OnceLock<Result<Runtime, RuntimeError>> = OnceLock::new();
 
-/// Loads ONNX Runtime once per process; later calls return the first outcome.
-pub fn init_runtime(explicit: Option<&Path>) -> Result<Runtime, RuntimeError> {
+/// Loads ONNX Runtime once per process; later calls return the first outcome (so a process
+/// that loaded the CPU build first cannot switch to the GPU one).
+pub fn init_runtime(explicit: Option<&Path>, flavour: Flavour) -> Result<Runtime, RuntimeError> {
     LOADED
         .get_or_init(|| {
-            let (path, source) = locate_runtime(explicit)?;
+            let (path, source) = locate_runtime(explicit, flavour)?;
+            // The CUDA provider finds its libraries among those already loaded.
+            let cuda_libraries = match (flavour, path.parent()) {
+                (Flavour::Gpu, Some(dir)) => preload_cuda_libraries(&dir.join("cuda")),
+                _ => 0,
+            };
             // Loads the library, checks its API version, and makes the one environment that
             // every session of this process shares.
             let load_error = |reason: String| RuntimeError::Load {
@@ -153,6 +179,7 @@ pub fn init_runtime(explicit: Option<&Path>) -> Result<Runtime, RuntimeError> {
                 source,
                 version,
                 environment,
+                cuda_libraries,
             })
         })
         .clone()
@@ -189,13 +216,61 @@ fn library_version(path: &Path) -> Option<String> {
     }
 }
 
+/// Loads every CUDA library that `scripts/setup.sh --gpu` unpacked under `dir` (the pip
+/// layout `nvidia/*/lib/*.so*`), retrying until no more load: each pass loads those whose
+/// dependencies are already in, so the order sorts itself out. Returns how many loaded.
+#[allow(unsafe_code)]
+pub fn preload_cuda_libraries(dir: &Path) -> usize {
+    let mut pending: Vec<PathBuf> = std::fs::read_dir(dir.join("nvidia"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .flat_map(|component| {
+            std::fs::read_dir(component.path().join("lib"))
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(".so"))
+        })
+        .collect();
+    pending.sort();
+    let mut loaded = 0;
+    loop {
+        let before = pending.len();
+        pending.retain(|path| {
+            // SAFETY: these are the NVIDIA runtime libraries from their own wheels; loading one
+            // runs only its initialisers. The handle is leaked on purpose: the libraries must
+            // stay loaded for the CUDA provider, for the life of the process.
+            match unsafe { libloading::Library::new(path) } {
+                Ok(library) => {
+                    std::mem::forget(library);
+                    loaded += 1;
+                    false
+                }
+                Err(_) => true,
+            }
+        });
+        if pending.is_empty() || pending.len() == before {
+            return loaded;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn explicit_missing_path_is_refused_with_the_path() {
-        let err = locate_runtime(Some(Path::new("/nonexistent/libonnxruntime.so"))).unwrap_err();
+        let err = locate_runtime(
+            Some(Path::new("/nonexistent/libonnxruntime.so")),
+            Flavour::Cpu,
+        )
+        .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("/nonexistent/libonnxruntime.so"), "{text}");
         assert!(text.contains("--ort-lib"), "{text}");

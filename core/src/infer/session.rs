@@ -9,7 +9,7 @@ use ort::session::{RunOptions, Session};
 use serde::{Deserialize, Serialize};
 
 use super::arena::{CpuAllocator, ensure_tight_arena};
-use super::runtime::{Runtime, RuntimeError, init_runtime};
+use super::runtime::{Flavour, Runtime, RuntimeError, init_runtime};
 use crate::model::{Model, Precision};
 
 /// Where inference runs.
@@ -158,7 +158,12 @@ impl Engine {
             precision,
             ort_lib,
         } = *options;
-        let runtime = init_runtime(ort_lib)?;
+        let flavour = if device == Device::Cpu {
+            Flavour::Cpu
+        } else {
+            Flavour::Gpu
+        };
+        let runtime = init_runtime(ort_lib, flavour)?;
         let fail = |reason: String| {
             let hint = if device == Device::Cpu {
                 ""
