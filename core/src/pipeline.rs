@@ -165,17 +165,20 @@ pub fn plan_for(
         stride: model.card.stride,
         receptive_radius: model.card.receptive_radius(),
     };
-    let key = match config.device {
+    let memory = config.memory_model.or_else(|| card_memory_model(model, config.device));
+    TilePlan::new(volume_size, grid, &config.tile, memory.as_ref())
+}
+
+/// The memory coefficients the card records for this kind of device, if any.
+pub fn card_memory_model(model: &Model, device: Device) -> Option<MemoryModel> {
+    let key = match device {
         Device::Cpu => "cpu",
         Device::Cuda(_) | Device::TensorRt(_) => "cuda",
     };
-    let memory = config.memory_model.or_else(|| {
-        model.card.memory.get(key).map(|m| MemoryModel {
-            fixed_bytes: m.fixed_bytes,
-            bytes_per_voxel: m.bytes_per_voxel,
-        })
-    });
-    TilePlan::new(volume_size, grid, &config.tile, memory.as_ref())
+    model.card.memory.get(key).map(|m| MemoryModel {
+        fixed_bytes: m.fixed_bytes,
+        bytes_per_voxel: m.bytes_per_voxel,
+    })
 }
 
 /// Runs detection on `volume`. Emits events to `observer`; `cancel` stops it within a window.

@@ -240,15 +240,7 @@ fn choose_for_budget(
     calibrated: Option<&MemoryModel>,
     budget: u64,
 ) -> anyhow::Result<Result<[usize; 3], tessera_core::plan::PlanError>> {
-    let key = if args.device == Device::Cpu {
-        "cpu"
-    } else {
-        "cuda"
-    };
-    let from_card = model.card.memory.get(key).map(|m| MemoryModel {
-        fixed_bytes: m.fixed_bytes,
-        bytes_per_voxel: m.bytes_per_voxel,
-    });
+    let from_card = pipeline::card_memory_model(model, args.device);
     let Some(memory) = calibrated.copied().or(from_card) else {
         anyhow::bail!(
             "no memory model for {} on {}: run `tessera sweep --model ... --out DIR` to calibrate, then pass --memory-model DIR/memory_model.json (or give --patch)",
