@@ -165,7 +165,9 @@ pub fn plan_for(
         stride: model.card.stride,
         receptive_radius: model.card.receptive_radius(),
     };
-    let memory = config.memory_model.or_else(|| card_memory_model(model, config.device));
+    let memory = config
+        .memory_model
+        .or_else(|| card_memory_model(model, config.device));
     TilePlan::new(volume_size, grid, &config.tile, memory.as_ref())
 }
 
