@@ -26,7 +26,8 @@ pub struct SweepArgs {
     pub path: Option<PathBuf>,
     #[arg(long)]
     pub model: PathBuf,
-    /// Comma-separated `XxYxZ` patches. Default: derived from the volume and the model.
+    /// Comma-separated `XxYxZ` patches. Default: derived from the volume and the model (and,
+    /// with a budget and a card that records memory, the patch the budget would choose).
     #[arg(long)]
     pub patches: Option<String>,
     /// `whole` (one window over the volume, allowed here on purpose) or a patch `XxYxZ`.
@@ -103,7 +104,23 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
             .filter(|p| !p.trim().is_empty())
             .map(|p| parse_size(p.trim()).map_err(anyhow::Error::msg))
             .collect::<anyhow::Result<_>>()?,
-        None => derived_patches(whole, stride, model.card.receptive_radius()),
+        None => {
+            let mut list = derived_patches(whole, stride, model.card.receptive_radius());
+            // With a budget and a memory model (the card's), the patch it would choose too.
+            let memory = tessera_core::pipeline::card_memory_model(&model, args.device);
+            if let (Some(budget), Some(memory)) = (args.memory_budget, memory) {
+                let grid = tessera_core::plan::ModelGrid {
+                    stride,
+                    receptive_radius: model.card.receptive_radius(),
+                };
+                if let Ok(chosen) = tessera_core::plan::choose_patch(size, grid, &memory, budget)
+                    && !list.contains(&chosen)
+                {
+                    list.insert(0, chosen);
+                }
+            }
+            list
+        }
     };
     let reference = if args.reference == "whole" {
         whole
