@@ -10,6 +10,7 @@ pub mod dicom;
 pub mod geometry;
 pub mod infer;
 pub mod io;
+pub mod lidc;
 pub mod model;
 pub mod parity;
 pub mod phantom;

@@ -1,0 +1,79 @@
+//! LIDC-IDRI reader annotations, read against the real series they annotate.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use tessera_core::lidc::{self, LidcError};
+use tessera_core::{Volume, dicom};
+use tessera_tests::shared_data;
+
+/// Reads within this distance (mm) or half a diameter are the same nodule.
+const SAME_NODULE_MM: f64 = 5.0;
+
+fn load(case: &str) -> Option<(Volume, std::path::PathBuf)> {
+    let dir = shared_data(case)?;
+    let (volume, _) = dicom::open(&dir, None).unwrap();
+    Some((volume, lidc::find_xml(&dir).unwrap()))
+}
+
+#[test]
+fn lidc_0001_has_one_large_nodule_seen_by_all_four_readers_and_three_small_ones() {
+    let Some((volume, xml)) = load("lidc/LIDC-IDRI-0001") else {
+        return;
+    };
+    let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
+    assert_eq!(reads.readers, 4);
+    assert_eq!(reads.nodules.len(), 13);
+    let groups = lidc::consensus(&reads, SAME_NODULE_MM);
+    let shape: Vec<(usize, bool)> = groups.iter().map(|g| (g.readers, g.outlined)).collect();
+    assert_eq!(shape, vec![(4, true), (3, false), (3, false), (3, false)]);
+    let large = &groups[0];
+    // Contours span about 42 x 51 pixels of 0.703 mm: the largest in-plane extent is ~35 mm.
+    assert!(
+        (25.0..40.0).contains(&large.diameter_mm),
+        "{}",
+        large.diameter_mm
+    );
+    // Nodules of 3 mm or more are characterised, small marks are not.
+    assert!(large.reads.iter().all(|r| r.malignancy.is_some()));
+    assert!(
+        groups[1..]
+            .iter()
+            .flat_map(|g| &g.reads)
+            .all(|r| r.malignancy.is_none())
+    );
+    // Inside the scanned volume.
+    let voxel_from_world = volume.geometry.world_from_voxel.inverse().unwrap();
+    let v = voxel_from_world.apply(large.center_lps_mm);
+    for a in 0..3 {
+        assert!(
+            v[a] >= 0.0 && v[a] < volume.geometry.size[a] as f64,
+            "{v:?}"
+        );
+    }
+}
+
+#[test]
+fn lidc_0003_has_three_nodules_all_readers_agree_on_and_one_seen_once() {
+    let Some((volume, xml)) = load("lidc/LIDC-IDRI-0003") else {
+        return;
+    };
+    let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
+    let groups = lidc::consensus(&reads, SAME_NODULE_MM);
+    let readers: Vec<usize> = groups.iter().map(|g| g.readers).collect();
+    assert_eq!(readers, vec![4, 4, 4, 1]);
+    assert!(groups.iter().all(|g| g.outlined));
+}
+
+#[test]
+fn annotations_of_another_series_are_refused() {
+    let Some((volume, _)) = load("lidc/LIDC-IDRI-0001") else {
+        return;
+    };
+    let Some((_, other_xml)) = load("lidc/LIDC-IDRI-0003") else {
+        return;
+    };
+    let err = lidc::read(&other_xml, &volume.geometry, &volume.info.series_uid).unwrap_err();
+    assert!(matches!(err, LidcError::OtherSeries { .. }), "{err}");
+    assert!(err.to_string().contains("annotates series"), "{err}");
+}
