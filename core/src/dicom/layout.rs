@@ -127,6 +127,8 @@ pub fn layout(series: &SeriesFiles) -> Result<SeriesLayout, DicomError> {
         ));
     }
 
+    // Invariant: a series has at least one file and each file one frame, so `frames` is not
+    // empty (dedup keeps the first of each run).
     let origin = frames[0].position;
     if frames.len() == 1 {
         let thickness = first.info.slice_thickness_mm.filter(|t| *t > 0.0);

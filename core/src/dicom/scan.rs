@@ -149,6 +149,7 @@ fn group(headers: Vec<FileHeader>) -> Vec<SeriesFiles> {
     groups
 }
 
+/// Headers always hold at least one frame (`read_header` refuses files it cannot place).
 fn same_stack(a: &FileHeader, b: &FileHeader) -> bool {
     a.info.series_uid == b.info.series_uid
         && a.rows == b.rows
