@@ -33,6 +33,8 @@ enum Command {
     Phantom(cmd::phantom::PhantomArgs),
     /// Run the tiled detector and write det.json (and a LUNA16 CSV).
     Detect(cmd::detect::DetectArgs),
+    /// FROC and CPM of runs against phantom truth or LIDC readers.
+    Evaluate(cmd::evaluate::EvaluateArgs),
     /// The LIDC-IDRI reader annotations of a case, grouped across readers.
     Lidc(cmd::lidc::LidcArgs),
     /// Compare two det.json runs detection by detection; exit 0 only within tolerance.
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         Some(Command::Info(args)) => done(cmd::info::run(&args)),
         Some(Command::Phantom(args)) => done(cmd::phantom::run(&args)),
         Some(Command::Detect(args)) => cmd::detect::run(&args, cli.ort_lib.as_deref()),
+        Some(Command::Evaluate(args)) => done(cmd::evaluate::run(&args)),
         Some(Command::Lidc(args)) => done(cmd::lidc::run(&args)),
         Some(Command::Parity(args)) => cmd::parity::run(&args),
         Some(Command::Sweep(args)) => done(cmd::sweep::run(&args, cli.ort_lib.as_deref())),

@@ -513,3 +513,59 @@ fn a_cuda_run_runs_on_cuda_or_fails_with_the_reason() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn evaluate_scores_detections_against_phantom_truth() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "160x128x40");
+    let det = dir.path().join("det.json");
+    assert!(
+        detect_to(&study, &det, &["--patch", "64x64x24"])
+            .status
+            .success()
+    );
+    let truth_path = study.join("truth.json");
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&truth_path).unwrap()).unwrap();
+    // A perfect detector: one detection on each nodule centre, nothing else.
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(&det).unwrap()).unwrap();
+    let template = run["detections"][0].clone();
+    let perfect: Vec<serde_json::Value> = truth["nodules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let mut d = template.clone();
+            d["score"] = serde_json::json!(0.9);
+            d["center_lps_mm"] = n["center_lps_mm"].clone();
+            d
+        })
+        .collect();
+    run["detections"] = serde_json::Value::Array(perfect);
+    let perfect_path = dir.path().join("perfect.json");
+    std::fs::write(&perfect_path, serde_json::to_vec(&run).unwrap()).unwrap();
+    let pair = format!("{}={}", perfect_path.display(), truth_path.display());
+    let output = tessera()
+        .args(["evaluate", "--json", "--phantom", &pair])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let froc: serde_json::Value = serde_json::from_str(&stdout_of(&output)).unwrap();
+    assert_eq!(froc["cpm"], 1.0);
+    assert_eq!(froc["targets"], 2);
+    // The real (random-weight) run is scored too, whatever it found.
+    let pair = format!("{}={}", det.display(), truth_path.display());
+    let output = tessera()
+        .args(["evaluate", "--phantom", &pair])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(
+        stdout_of(&output).contains("| sensitivity |"),
+        "{}",
+        stdout_of(&output)
+    );
+}

@@ -7,6 +7,7 @@
 
 pub mod detect;
 pub mod dicom;
+pub mod evaluate;
 pub mod geometry;
 pub mod infer;
 pub mod io;

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod chart;
 pub mod detect;
+pub mod evaluate;
 pub mod info;
 pub mod lidc;
 pub mod parity;

@@ -1,0 +1,131 @@
+//! `tessera evaluate`: FROC and CPM of detections against phantom truth or LIDC readers.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use tessera_core::evaluate::{FP_RATES, Scan, Target, froc};
+use tessera_core::phantom::Truth;
+use tessera_core::report::DetectionReport;
+
+#[derive(Debug, clap::Args)]
+pub struct EvaluateArgs {
+    /// `DET.json=TRUTH.json`: a run on a phantom and its truth.json (repeatable).
+    #[arg(long = "phantom", value_name = "DET=TRUTH")]
+    pub phantom: Vec<String>,
+    /// `DET.json=CASE_DIR`: a run on a LIDC-IDRI case; targets are nodules of 3 mm or more that
+    /// at least `--min-readers` outlined, other marks are ignored (as LUNA16 does). Repeatable.
+    #[arg(long = "lidc", value_name = "DET=CASE")]
+    pub lidc: Vec<String>,
+    #[arg(long, default_value_t = 3)]
+    pub min_readers: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
+    let mut scans = Vec::new();
+    for pair in &args.phantom {
+        let (det, truth) = split(pair)?;
+        let truth: Truth = serde_json::from_slice(
+            &std::fs::read(&truth).with_context(|| format!("reading {}", truth.display()))?,
+        )
+        .with_context(|| format!("{} is not a phantom truth.json", truth.display()))?;
+        let targets = truth
+            .nodules
+            .iter()
+            .map(|n| Target {
+                center_lps_mm: n.center_lps_mm,
+                diameter_mm: n.diameter_mm,
+            })
+            .collect();
+        scans.push(scan(&det, targets, Vec::new(), &truth.series_uid)?);
+    }
+    for pair in &args.lidc {
+        let (det, case) = split(pair)?;
+        let (volume, _) = tessera_core::dicom::open(&case, None)
+            .with_context(|| format!("opening {}", case.display()))?;
+        let xml = tessera_core::lidc::find_xml(&case)
+            .with_context(|| format!("no LIDC reader XML under {}", case.display()))?;
+        let reads = tessera_core::lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
+        let (mut targets, mut ignore) = (Vec::new(), Vec::new());
+        for g in tessera_core::lidc::consensus(&reads, 5.0) {
+            let t = Target {
+                center_lps_mm: g.center_lps_mm,
+                diameter_mm: g.diameter_mm,
+            };
+            if g.outlined && g.diameter_mm >= 3.0 && g.readers >= args.min_readers {
+                targets.push(t);
+            } else {
+                ignore.push(t);
+            }
+        }
+        scans.push(scan(&det, targets, ignore, &volume.info.series_uid)?);
+    }
+    anyhow::ensure!(
+        !scans.is_empty(),
+        "nothing to evaluate: give --phantom DET=TRUTH or --lidc DET=CASE"
+    );
+    let result = froc(&scans);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        return Ok(());
+    }
+    println!("{} scan(s), {} target(s)", result.scans, result.targets);
+    println!(
+        "| FP per scan | {} | CPM |",
+        FP_RATES.map(|r| r.to_string()).join(" | ")
+    );
+    println!("|---|{}---|", "---|".repeat(FP_RATES.len()));
+    println!(
+        "| sensitivity | {} | {:.3} |",
+        result.sensitivity.map(|s| format!("{s:.3}")).join(" | "),
+        result.cpm
+    );
+    for (name, target, score) in &result.hits {
+        let [x, y, z] = target.center_lps_mm;
+        match score {
+            Some(s) => println!(
+                "  found  {name}: {:.1} mm at [{x:.1}, {y:.1}, {z:.1}], best score {s:.3}",
+                target.diameter_mm
+            ),
+            None => println!(
+                "  MISSED {name}: {:.1} mm at [{x:.1}, {y:.1}, {z:.1}]",
+                target.diameter_mm
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn split(pair: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let (a, b) = pair
+        .split_once('=')
+        .with_context(|| format!("'{pair}' is not DET=OTHER"))?;
+    Ok((PathBuf::from(a), PathBuf::from(b)))
+}
+
+fn scan(
+    det: &Path,
+    targets: Vec<Target>,
+    ignore: Vec<Target>,
+    series_uid: &str,
+) -> anyhow::Result<Scan> {
+    let report = DetectionReport::read_json(det)?;
+    anyhow::ensure!(
+        report.series_uid == series_uid,
+        "{} is a run on series {}, not {series_uid}",
+        det.display(),
+        report.series_uid
+    );
+    Ok(Scan {
+        name: det.display().to_string(),
+        targets,
+        ignore,
+        detections: report
+            .detections
+            .iter()
+            .map(|d| (d.score, d.center_lps_mm))
+            .collect(),
+    })
+}
