@@ -1,6 +1,6 @@
 //! DICOM CT series: scan a folder, group into series, sort the slices, decode to a [`Volume`].
 //!
-//! This module reads files and never writes them (the writer in [`write`] makes new files only).
+//! This module reads files and never writes them (the writer in [`write`](mod@write) makes new files only).
 //! Every failure names the file or series and the reason.
 //!
 //! ```no_run
