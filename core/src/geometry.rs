@@ -152,7 +152,7 @@ mod tests {
             [[0.7, 0.0, 0.0], [0.0, 0.7, 0.1], [0.0, -0.2, 2.5]],
             [-180.0, -170.0, -300.0],
         );
-        let voxel_from_world = world_from_voxel.inverse().unwrap();
+        let voxel_from_world = world_from_voxel.inverse().unwrap(); // ok: test code
         let id = voxel_from_world * world_from_voxel;
         for r in 0..3 {
             for c in 0..3 {

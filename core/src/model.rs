@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn shipped_test_model_loads_and_matches_its_hash() {
-        let model = Model::load(&test_model_dir()).unwrap();
+        let model = Model::load(&test_model_dir()).unwrap(); // ok: test code
         assert_eq!(model.card.stride, 2);
         assert_eq!(model.card.receptive_radius(), 4);
         assert_eq!(model.sha256.len(), 64);
@@ -287,14 +287,14 @@ mod tests {
 
     #[test]
     fn a_changed_model_file_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap(); // ok: test code
         for f in ["model.json", "model.onnx", "model_fp16.onnx"] {
-            std::fs::copy(test_model_dir().join(f), dir.path().join(f)).unwrap();
+            std::fs::copy(test_model_dir().join(f), dir.path().join(f)).unwrap(); // ok: test code
         }
-        let mut bytes = std::fs::read(dir.path().join("model.onnx")).unwrap();
+        let mut bytes = std::fs::read(dir.path().join("model.onnx")).unwrap(); // ok: test code
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        std::fs::write(dir.path().join("model.onnx"), bytes).unwrap();
+        std::fs::write(dir.path().join("model.onnx"), bytes).unwrap(); // ok: test code
         let err = Model::load(dir.path()).unwrap_err();
         assert!(matches!(err, ModelError::HashMismatch { .. }), "{err}");
         assert!(err.to_string().contains("does not match its card"));
@@ -302,12 +302,12 @@ mod tests {
 
     #[test]
     fn a_model_without_card_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap(); // ok: test code
         std::fs::copy(
             test_model_dir().join("model.onnx"),
             dir.path().join("model.onnx"),
         )
-        .unwrap();
+        .unwrap(); // ok: test code
         let err = Model::load(dir.path()).unwrap_err();
         assert!(err.to_string().contains("has no model.json card"), "{err}");
     }

@@ -93,7 +93,7 @@ mod tests {
             info: SeriesInfo::default(),
             warnings: Vec::new(),
         };
-        let r = resample(&volume, [1.0, 1.0, 1.0]).unwrap();
+        let r = resample(&volume, [1.0, 1.0, 1.0]).unwrap(); // ok: test code
         assert_eq!(r.geometry.size, [5, 4, 9]);
         // New voxel (2, 0, 3) is old (4, 0, 1.5): 10 * 4 + 100 * 1.5.
         assert_eq!(r.voxels.hu_at([2, 0, 3]), Some(190.0));
