@@ -20,6 +20,7 @@ pub mod plan;
 pub mod report;
 pub mod resample;
 pub mod stitch;
+pub mod view;
 pub mod volume;
 
 pub use volume::{Geometry, SeriesInfo, Volume, Voxels};

@@ -40,6 +40,12 @@ pub enum BenchWhat {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Time to produce a slice image (window/level applied) after a scroll, per plane, on a
+    /// phantom generated in memory.
+    View {
+        #[arg(long, default_value = "512x512x600", value_parser = super::phantom::parse_size)]
+        size: [usize; 3],
+    },
     /// Generate and write a phantom.
     Phantom {
         #[arg(long, default_value = "512x512x300", value_parser = super::phantom::parse_size)]
@@ -53,6 +59,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     match &args.what {
         BenchWhat::Load { path, repeat } => load(path, *repeat),
         BenchWhat::Phantom { size, spacing } => phantom_bench(*size, *spacing),
+        BenchWhat::View { size } => view_bench(*size),
         BenchWhat::Detect {
             path,
             model,
@@ -222,5 +229,42 @@ fn detect_bench(
         }
     }
     let _ = std::fs::remove_file(&out);
+    Ok(())
+}
+
+fn view_bench(size: [usize; 3]) -> anyhow::Result<()> {
+    use tessera_core::view::{Plane, WindowLevel, slice_image};
+    let spec = PhantomSpec {
+        size,
+        spacing_mm: [0.7, 0.7, 0.6],
+        ..PhantomSpec::default()
+    };
+    let volume = phantom::generate(&spec)?.volume;
+    println!(
+        "slice images of a {} phantom, lung window:",
+        tessera_core::volume::format_size(size)
+    );
+    for plane in [Plane::Axial, Plane::Coronal, Plane::Sagittal] {
+        let n = size[plane.normal_axis()];
+        let indices: Vec<usize> = (0..50).map(|i| i * n / 50).collect();
+        let started = Instant::now();
+        let mut pixels = 0usize;
+        for &index in &indices {
+            let image = slice_image(
+                &volume.voxels,
+                &volume.geometry,
+                plane,
+                index,
+                WindowLevel::LUNG,
+            )
+            .context("slice out of range")?;
+            pixels += image.pixels.len();
+        }
+        let per_slice_ms = started.elapsed().as_secs_f64() * 1e3 / indices.len() as f64;
+        println!(
+            "  {plane:?}: {per_slice_ms:.2} ms per slice ({} pixels each)",
+            pixels / indices.len()
+        );
+    }
     Ok(())
 }
