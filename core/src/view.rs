@@ -225,15 +225,15 @@ mod tests {
             center_hu: 127.5,
             width_hu: 255.0,
         }; // grey = HU for 0..=255
-        let axial = slice_image(&v, &g, Plane::Axial, 1, w).unwrap();
+        let axial = slice_image(&v, &g, Plane::Axial, 1, w).unwrap(); // ok: test code
         assert_eq!((axial.width, axial.height), (4, 3));
         assert_eq!(axial.pixels[4 + 3], 113); // row y = 1, column x = 3, z = 1
         assert_eq!(axial.pixel_size_mm, [0.5, 0.6]);
-        let coronal = slice_image(&v, &g, Plane::Coronal, 2, w).unwrap();
+        let coronal = slice_image(&v, &g, Plane::Coronal, 2, w).unwrap(); // ok: test code
         assert_eq!((coronal.width, coronal.height), (4, 2));
         assert_eq!(coronal.pixels[..4], [120, 121, 122, 123]); // top row is the last slice, z = 1
         assert_eq!(coronal.pixel_size_mm, [0.5, 2.0]);
-        let sagittal = slice_image(&v, &g, Plane::Sagittal, 3, w).unwrap();
+        let sagittal = slice_image(&v, &g, Plane::Sagittal, 3, w).unwrap(); // ok: test code
         assert_eq!((sagittal.width, sagittal.height), (3, 2));
         assert_eq!(sagittal.pixels[3..], [3, 13, 23]); // bottom row is z = 0
         assert!(slice_image(&v, &g, Plane::Axial, 2, w).is_none());

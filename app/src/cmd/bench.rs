@@ -187,26 +187,9 @@ fn detect_bench(
         .filter(|a| !a.is_empty())
     {
         for (label, patch) in &runs {
-            let mut command = std::process::Command::new(&exe);
-            command
-                .arg("detect")
-                .arg(&study)
-                .arg("--model")
-                .arg(model)
-                .args([
-                    "--patch",
-                    &tessera_core::volume::format_size(*patch),
-                    "--allocator",
-                    allocator,
-                ])
-                .arg("--out")
-                .arg(&out);
-            if label == "whole" {
-                command.arg("--allow-single-pass");
-            }
-            if let Some(t) = threads {
-                command.args(["--threads", &t.to_string()]);
-            }
+            let mut command =
+                super::sweep::detect_command(&exe, &study, model, *patch, whole, threads, &out);
+            command.args(["--allocator", allocator]);
             let result = command.output().context("running tessera detect")?;
             if !result.status.success() {
                 anyhow::bail!(

@@ -141,38 +141,26 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
         eprintln!("[{}/{total}] {label}: patch {}", k + 1, format_size(patch));
         let out = runs_dir.join(format!("{}.json", label.replace('x', "_")));
         let started = std::time::Instant::now();
-        let mut command = Command::new(&exe);
+        let mut command =
+            detect_command(&exe, &study, &args.model, patch, whole, args.threads, &out);
         if let Some(lib) = ort_lib {
             command.arg("--ort-lib").arg(lib);
         }
         command
-            .arg("detect")
-            .arg(&study)
-            .arg("--model")
-            .arg(&args.model)
             .args([
-                "--patch",
-                &format_size(patch),
                 "--blend",
                 &args.blend.to_string(),
-            ])
-            .args([
                 "--overlap",
                 &args.overlap.to_string(),
+            ])
+            .args([
                 "--device",
                 &args.device.to_string(),
+                "--allocator",
+                &args.allocator.to_string(),
             ])
-            .args(["--allocator", &args.allocator.to_string()])
-            .arg("--out")
-            .arg(&out)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
-        if (0..3).all(|a| patch[a] >= whole[a]) {
-            command.arg("--allow-single-pass");
-        }
-        if let Some(t) = args.threads {
-            command.args(["--threads", &t.to_string()]);
-        }
         let status = command.status().context("running tessera detect")?;
         if !status.success() {
             anyhow::bail!(
@@ -414,4 +402,34 @@ fn markdown(
     }
     s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU).\n");
     s
+}
+
+/// `tessera detect` as a child process (a fresh process per run, so memory figures do not leak
+/// between runs): study, model, patch, output, and `--allow-single-pass` when the patch covers
+/// the volume. Callers add their own options.
+pub fn detect_command(
+    exe: &Path,
+    study: &Path,
+    model: &Path,
+    patch: [usize; 3],
+    whole: [usize; 3],
+    threads: Option<usize>,
+    out: &Path,
+) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .arg("detect")
+        .arg(study)
+        .arg("--model")
+        .arg(model)
+        .args(["--patch", &format_size(patch)])
+        .arg("--out")
+        .arg(out);
+    if (0..3).all(|a| patch[a] >= whole[a]) {
+        command.arg("--allow-single-pass");
+    }
+    if let Some(t) = threads {
+        command.args(["--threads", &t.to_string()]);
+    }
+    command
 }

@@ -131,7 +131,6 @@ pub struct Engine {
     input_name: String,
     output_names: Vec<String>,
     pub device: Device,
-    pub allocator: CpuAllocator,
     /// The execution provider that runs the model (`CPUExecutionProvider`, ...).
     pub execution_provider: String,
     pub runtime: Runtime,
@@ -249,7 +248,6 @@ impl Engine {
             input_name: model.card.input.name.clone(),
             output_names,
             device,
-            allocator,
             execution_provider: execution_provider.to_string(),
             runtime,
         })
