@@ -90,11 +90,11 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
         Some(p) => p.clone(),
         None => super::phantom::demo_study_dir()?,
     };
-    let (volume, _) = tessera_core::dicom::open(&study, None)
+    let geometry = tessera_core::dicom::open_geometry(&study, None)
         .with_context(|| format!("opening {}", study.display()))?;
     let size = match model.card.target_spacing_mm {
-        Some(spacing) => tessera_core::resample::resampled_size(&volume.geometry, spacing),
-        None => volume.geometry.size,
+        Some(spacing) => tessera_core::resample::resampled_size(&geometry, spacing),
+        None => geometry.size,
     };
     let stride = model.card.stride;
     let whole = size.map(|n| n.div_ceil(stride) * stride);

@@ -111,7 +111,26 @@ pub fn open(
     series_uid: Option<&str>,
 ) -> Result<(Volume, ScanReport), DicomError> {
     let report = scan(path)?;
-    let chosen = match series_uid {
+    let volume = load_series(choose(&report, path, series_uid)?)?;
+    Ok((volume, report))
+}
+
+/// The geometry [`open`] would give, from the headers alone (no pixel is decoded).
+pub fn open_geometry(
+    path: &std::path::Path,
+    series_uid: Option<&str>,
+) -> Result<crate::volume::Geometry, DicomError> {
+    let report = scan(path)?;
+    Ok(layout(choose(&report, path, series_uid)?)?.geometry)
+}
+
+/// The series with `series_uid`, or else the [`largest_stack`].
+fn choose<'a>(
+    report: &'a ScanReport,
+    path: &std::path::Path,
+    series_uid: Option<&str>,
+) -> Result<&'a SeriesFiles, DicomError> {
+    match series_uid {
         Some(uid) => report
             .series
             .iter()
@@ -119,15 +138,13 @@ pub fn open(
             .ok_or_else(|| DicomError::SeriesNotFound {
                 uid: uid.to_string(),
                 path: path.to_path_buf(),
-            })?,
-        None => largest_stack(&report).ok_or_else(|| DicomError::NoSeries {
+            }),
+        None => largest_stack(report).ok_or_else(|| DicomError::NoSeries {
             path: path.to_path_buf(),
             files: report.files_seen,
             skipped: report.skipped.clone(),
-        })?,
-    };
-    let volume = load_series(chosen)?;
-    Ok((volume, report))
+        }),
+    }
 }
 
 /// The stack a reader most likely wants: not a scout, most frames, first in scan order on ties.
