@@ -12,41 +12,25 @@ Architecture (NCDHW, D = z, H = y, W = x), every conv 3x3x3 with padding 1 unles
     conv(1->4) relu, conv(4->8, stride 2) relu, conv(8->8) relu,
     heads (1x1x1): heatmap = sigmoid(conv(8->1)), size = conv(8->3), offset = sigmoid(conv(8->3)).
 Receptive field 9 voxels (radius 4), total stride 2.
+
+Also writes assets/models/tessera-test-seg (see `write_seg_model`).
 """
 import hashlib
 import json
 import os
+import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, HERE)
+from tessera_train.fp16 import to_fp16  # noqa: E402  (onnx and numpy only)
 OUT = os.path.join(ROOT, "assets", "models", "tessera-test-tiny")
 rng = np.random.default_rng(20261202)
 WEIGHTS = []
-
-
-def to_fp16(model):
-    """The same network in half precision: fp16 weights, a cast after the input and before
-    each output, so that callers still pass and receive fp32."""
-    graph = model.graph
-    inits = [numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name) for t in graph.initializer]
-    rename = {"ct": "ct_fp16", "heatmap": "heatmap_fp16", "size": "size_fp16", "offset": "offset_fp16"}
-    nodes = [helper.make_node("Cast", ["ct"], ["ct_fp16"], to=TensorProto.FLOAT16)]
-    for n in graph.node:
-        node = onnx.NodeProto()
-        node.CopyFrom(n)
-        node.input[:] = [rename.get(i, i) for i in n.input]
-        node.output[:] = [rename.get(o, o) for o in n.output]
-        nodes.append(node)
-    for out in ["heatmap", "size", "offset"]:
-        nodes.append(helper.make_node("Cast", [rename[out]], [out], to=TensorProto.FLOAT))
-    g = helper.make_graph(nodes, graph.name + "-fp16", list(graph.input), list(graph.output), inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
 
 
 def conv(name, x, cin, cout, k, stride, nodes, inits, bias=0.0, gain=1.0):
@@ -135,5 +119,62 @@ def main():
     print(f"wrote {OUT}/model.onnx ({len(data)} bytes), model_fp16.onnx ({len(data16)} bytes) and model.json")
 
 
+def write_seg_model():
+    """`tessera-test-seg`: the `segmentation` output family for the engine's tests. One fixed
+    5x5x5 centre-minus-surround filter and a sigmoid: dense blobs in air (nodules, vessel
+    cross-sections) light up. Receptive field 5, stride 1; no randomness."""
+    kernel = np.full((5, 5, 5), -1.0 / 98.0, dtype=np.float32)
+    kernel[1:4, 1:4, 1:4] = 1.0 / 27.0
+    w = (20.0 * kernel).reshape(1, 1, 5, 5, 5)
+    b = np.array([-20.0 * 0.25], dtype=np.float32)
+    inits = [numpy_helper.from_array(w, "dog.w"), numpy_helper.from_array(b, "dog.b")]
+    nodes = [
+        helper.make_node("Conv", ["ct", "dog.w", "dog.b"], ["logit"], kernel_shape=[5, 5, 5], pads=[2] * 6),
+        helper.make_node("Sigmoid", ["logit"], ["probability"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tessera-test-seg",
+        [helper.make_tensor_value_info("ct", TensorProto.FLOAT, [1, 1, "D", "H", "W"])],
+        [helper.make_tensor_value_info("probability", TensorProto.FLOAT, [1, 1, "D", "H", "W"])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    out = os.path.join(ROOT, "assets", "models", "tessera-test-seg")
+    os.makedirs(out, exist_ok=True)
+    data = model.SerializeToString()
+    with open(os.path.join(out, "model.onnx"), "wb") as f:
+        f.write(data)
+    card = {
+        "name": "tessera-test-seg",
+        "version": "1",
+        "purpose": "Engine tests only: the segmentation output family (connected components).",
+        "model_file": "model.onnx",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "output_family": "segmentation",
+        "input": {
+            "name": "ct",
+            "layout": "NCDHW",
+            "hu_window": [-1000.0, 400.0],
+            "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0",
+        },
+        "target_spacing_mm": None,
+        "stride": 1,
+        "receptive_field_voxels": 5,
+        "outputs": {"heatmap": {"name": "probability", "meaning": "foreground probability, 1 channel"}},
+        "recommended_patch": [64, 64, 32],
+        "default_score_threshold": 0.5,
+        "training": {"recipe": "training/make_test_model.py", "data": "none (a fixed filter)"},
+        "metrics": None,
+    }
+    with open(os.path.join(out, "model.json"), "w") as f:
+        json.dump(card, f, indent=2)
+        f.write("\n")
+    print(f"wrote {out}/model.onnx ({len(data)} bytes) and model.json")
+
+
 if __name__ == "__main__":
     main()
+    write_seg_model()

@@ -569,3 +569,36 @@ fn evaluate_scores_detections_against_phantom_truth() {
         stdout_of(&output)
     );
 }
+
+#[test]
+fn resample_writes_the_grid_the_model_sees_as_npy_with_its_geometry() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "64x48x10");
+    let npy = dir.path().join("vol.npy");
+    let out = tessera()
+        .args(["resample", "--spacing-mm", "5"])
+        .arg(&study)
+        .arg("--out")
+        .arg(&npy)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    // 64 x 2.5 mm -> 32 at 5 mm (first centres kept: (64 - 1) / 2 + 1), 10 slices stay 10.
+    let sidecar: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("vol.json")).unwrap()).unwrap();
+    assert_eq!(sidecar["size"], serde_json::json!([32, 24, 10]));
+    assert_eq!(sidecar["spacing_mm"], serde_json::json!([5.0, 5.0, 5.0]));
+    assert_eq!(sidecar["world_from_voxel"]["linear"][0][0], 5.0);
+    assert_eq!(sidecar["lidc_nodules"], serde_json::json!([]));
+    let bytes = std::fs::read(&npy).unwrap();
+    assert!(bytes.starts_with(b"\x93NUMPY\x01\x00"));
+    let header_len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(
+        header.contains("'descr': '<i2'") && header.contains("(10, 24, 32)"),
+        "{header}"
+    );
+    assert_eq!(bytes.len(), 10 + header_len + 2 * 32 * 24 * 10);
+    // The study is untouched: the resampled grid goes only where --out says.
+    assert!(!study.join("vol.npy").exists());
+}

@@ -78,6 +78,72 @@ pub fn decode_centernet(
     (boxes, dropped)
 }
 
+/// Segmentation decoding (e.g. nnU-Net exports): cells of the probability map (head 0,
+/// channel 0) at or above `threshold`, grouped into 6-connected components; each component
+/// becomes the box of its cells (in input voxels) scored by its highest probability. Sorted
+/// like [`decode_centernet`]; the [`MAX_PEAKS`] best are kept.
+pub fn decode_segmentation(
+    maps: &Maps,
+    threshold: f32,
+    volume_size: [usize; 3],
+) -> (Vec<VoxelBox>, usize) {
+    let prob = maps.heads[0].index_axis(Axis(0), 0);
+    let (nz, ny, nx) = prob.dim();
+    let stride = maps.stride as f64;
+    let mut label = Array3::<u32>::zeros((nz, ny, nx));
+    let mut boxes = Vec::new();
+    let mut stack = Vec::new();
+    for ((z, y, x), &p) in prob.indexed_iter() {
+        if p < threshold || label[[z, y, x]] != 0 {
+            continue;
+        }
+        let id = boxes.len() as u32 + 1;
+        let (mut lo, mut hi, mut best) = ([x, y, z], [x, y, z], p);
+        label[[z, y, x]] = id;
+        stack.push([x, y, z]);
+        while let Some(cell) = stack.pop() {
+            best = best.max(prob[[cell[2], cell[1], cell[0]]]);
+            for a in 0..3 {
+                lo[a] = lo[a].min(cell[a]);
+                hi[a] = hi[a].max(cell[a]);
+            }
+            let dims = [nx, ny, nz];
+            for a in 0..3 {
+                for step in [-1i64, 1] {
+                    let moved = cell[a] as i64 + step;
+                    if moved < 0 || moved >= dims[a] as i64 {
+                        continue;
+                    }
+                    let mut next = cell;
+                    next[a] = moved as usize;
+                    let at = [next[2], next[1], next[0]];
+                    if label[at] == 0 && prob[at] >= threshold {
+                        label[at] = id;
+                        stack.push(next);
+                    }
+                }
+            }
+        }
+        // Cell i covers input voxels [i * stride, (i + 1) * stride), clipped to the volume.
+        let min: [f64; 3] = std::array::from_fn(|a| lo[a] as f64 * stride);
+        let max: [f64; 3] =
+            std::array::from_fn(|a| ((hi[a] + 1) as f64 * stride).min(volume_size[a] as f64));
+        if (0..3).any(|a| max[a] <= min[a]) {
+            continue;
+        }
+        boxes.push(VoxelBox {
+            score: best,
+            // Voxel i is centred on i: a box over voxels [a, b) spans [a - 0.5, b - 0.5).
+            center: std::array::from_fn(|a| (min[a] + max[a]) / 2.0 - 0.5),
+            size: std::array::from_fn(|a| max[a] - min[a]),
+        });
+    }
+    sort_boxes(&mut boxes);
+    let dropped = boxes.len().saturating_sub(MAX_PEAKS);
+    boxes.truncate(MAX_PEAKS);
+    (boxes, dropped)
+}
+
 /// `(z, y, x, value)` of every cell that is at least `threshold` and not below any neighbour;
 /// ties are broken by position so that a plateau yields one peak.
 fn local_maxima(heat: &ArrayView3<'_, f32>, threshold: f32) -> Vec<(usize, usize, usize, f32)> {
@@ -207,6 +273,36 @@ mod tests {
         let (boxes, _) = decode_centernet(&maps, 0.5, [14, 14, 14]);
         assert_eq!(boxes.len(), 1, "{boxes:?}");
         assert_eq!(boxes[0].center, [5.0, 5.0, 5.0]);
+    }
+
+    #[test]
+    fn segmentation_components_become_boxes() {
+        let mut prob = Array4::<f32>::zeros((1, 6, 6, 6));
+        // An L-shaped component (x 1..=2 at y 1, then y 2 at x 2) and a single cell.
+        for (z, y, x, p) in [
+            (1, 1, 1, 0.6),
+            (1, 1, 2, 0.9),
+            (1, 2, 2, 0.7),
+            (4, 4, 4, 0.5),
+        ] {
+            prob[[0, z, y, x]] = p;
+        }
+        // Diagonal neighbours are separate components (6-connectivity).
+        prob[[0, 2, 2, 3]] = 0.8;
+        let maps = Maps {
+            stride: 2,
+            heads: vec![prob],
+        };
+        let (boxes, dropped) = decode_segmentation(&maps, 0.5, [12, 12, 9]);
+        assert_eq!(dropped, 0);
+        let scores: Vec<f32> = boxes.iter().map(|b| b.score).collect();
+        assert_eq!(scores, vec![0.9, 0.8, 0.5]);
+        // Cells x 1..=2, y 1..=2, z 1 -> voxels [2, 6) x [2, 6) x [2, 4).
+        assert_eq!(boxes[0].size, [4.0, 4.0, 2.0]);
+        assert_eq!(boxes[0].center, [3.5, 3.5, 2.5]);
+        // Cell z 4 -> voxels [8, 10), clipped to the 9-voxel volume: [8, 9).
+        assert_eq!(boxes[2].size, [2.0, 2.0, 1.0]);
+        assert_eq!(boxes[2].center[2], 8.0);
     }
 
     #[test]

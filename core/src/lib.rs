@@ -13,6 +13,7 @@ pub mod infer;
 pub mod io;
 pub mod lidc;
 pub mod model;
+pub mod npy;
 pub mod parity;
 pub mod phantom;
 pub mod pipeline;

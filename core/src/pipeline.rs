@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{VoxelBox, decode_centernet, nms};
+use crate::detect::{VoxelBox, decode_centernet, decode_segmentation, nms};
 use crate::infer::arena::CpuAllocator;
 use crate::infer::gpu::GpuProbe;
 use crate::infer::input::window_input;
@@ -139,8 +139,6 @@ pub enum PipelineError {
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
     Infer(InferError),
-    #[error("model {0} has output family {1:?}, which this version does not decode yet")]
-    UnsupportedFamily(String, OutputFamily),
     #[error("cancelled")]
     Cancelled,
 }
@@ -212,12 +210,6 @@ fn run(
 ) -> Result<DetectionResult, PipelineError> {
     let started = Instant::now();
     let card = &model.card;
-    if card.output_family != OutputFamily::Centernet {
-        return Err(PipelineError::UnsupportedFamily(
-            card.name.clone(),
-            card.output_family,
-        ));
-    }
     let resampled = card
         .target_spacing_mm
         .and_then(|spacing| resample(volume, spacing));
@@ -245,7 +237,11 @@ fn run(
         Some(Err(reason)) => format!("{} ({reason})", config.device),
         None => format!("CPU ({} threads)", config.threads),
     };
-    let mut stitcher = Stitcher::new(&plan, &[1, 3, 3]);
+    let channels: &[usize] = match card.output_family {
+        OutputFamily::Centernet => &[1, 3, 3],
+        OutputFamily::Segmentation => &[1],
+    };
+    let mut stitcher = Stitcher::new(&plan, channels);
     let total = plan.windows.len();
     let mut stats = RunStats {
         windows: total,
@@ -304,7 +300,10 @@ fn run(
     let threshold = config
         .score_threshold
         .unwrap_or(card.default_score_threshold);
-    let (peaks, peaks_dropped) = decode_centernet(&maps, threshold, input.geometry.size);
+    let (peaks, peaks_dropped) = match card.output_family {
+        OutputFamily::Centernet => decode_centernet(&maps, threshold, input.geometry.size),
+        OutputFamily::Segmentation => decode_segmentation(&maps, threshold, input.geometry.size),
+    };
     stats.peaks_dropped = peaks_dropped;
     let boxes = nms(peaks, config.nms_iou);
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));

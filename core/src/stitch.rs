@@ -23,6 +23,23 @@ pub struct Maps {
     pub heads: Vec<Array4<f32>>,
 }
 
+/// A window's blending weight along one axis of `n` cells (the 3-D weight is the product of
+/// the three): a Gaussian of sigma `n / 8`, floored, for `gaussian`; 1 otherwise (in halo mode
+/// nothing is blended: each core is copied).
+pub fn weight_profile(blend: BlendMode, n: usize) -> Vec<f32> {
+    if blend != BlendMode::Gaussian {
+        return vec![1.0; n];
+    }
+    let sigma = 0.125 * n as f32;
+    let centre = n as f32 / 2.0;
+    (0..n)
+        .map(|i| {
+            let d = i as f32 + 0.5 - centre;
+            (-(d * d) / (2.0 * sigma * sigma)).exp().max(GAUSSIAN_FLOOR)
+        })
+        .collect()
+}
+
 /// Accumulates window outputs for one plan.
 #[derive(Debug)]
 pub struct Stitcher {
@@ -102,19 +119,7 @@ impl Stitcher {
     }
 
     fn window_weights(&self, size: [usize; 3]) -> Array3<f32> {
-        if self.blend == BlendMode::Constant {
-            return Array3::ones((size[2], size[1], size[0]));
-        }
-        let profile = |n: usize| -> Vec<f32> {
-            let sigma = 0.125 * n as f32;
-            let centre = n as f32 / 2.0;
-            (0..n)
-                .map(|i| {
-                    let d = i as f32 + 0.5 - centre;
-                    (-(d * d) / (2.0 * sigma * sigma)).exp().max(GAUSSIAN_FLOOR)
-                })
-                .collect()
-        };
+        let profile = |n: usize| weight_profile(self.blend, n);
         let (px, py, pz) = (profile(size[0]), profile(size[1]), profile(size[2]));
         Array3::from_shape_fn((size[2], size[1], size[0]), |(z, y, x)| {
             pz[z] * py[y] * px[x]

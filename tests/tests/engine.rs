@@ -273,3 +273,67 @@ fn fp16_runs_report_their_drift_from_fp32() {
         .fold(0.0, f32::max);
     assert!(worst < FP16_DRIFT_LIMIT, "whole-map drift {worst}");
 }
+
+#[test]
+fn a_segmentation_model_gives_component_boxes_and_tiles_exactly() {
+    if !runtime_available() {
+        return;
+    }
+    let model = Model::load(&shipped_models_dir().join("tessera-test-seg")).unwrap();
+    let volume = volume();
+    let mut c = config([128, 128, 64], BlendMode::Halo);
+    c.tile.allow_single_pass = true;
+    c.score_threshold = None; // the card's 0.5
+    let run = |c: &DetectConfig| {
+        pipeline::detect(&volume, &model, c, &CancelToken::new(), &mut |_| {}).unwrap()
+    };
+    let whole = run(&c);
+    assert_eq!(whole.maps.heads.len(), 1, "one probability map");
+    assert!(!whole.detections.is_empty(), "the filter finds dense blobs");
+    for d in &whole.detections {
+        assert!(d.score >= 0.5, "{d:?}");
+        // Component boxes cover whole cells: integer voxel extents at stride 1.
+        assert!(d.model_box.size.iter().all(|s| s.fract() == 0.0), "{d:?}");
+    }
+    let mut t = config([64, 48, 24], BlendMode::Halo);
+    t.score_threshold = None;
+    let tiled = run(&t);
+    assert!(tiled.plan.windows.len() > 1);
+    assert_eq!(tiled.maps, whole.maps);
+    // The same boxes; only the seam flags differ (a whole-volume run has no seams).
+    let boxes = |r: &pipeline::DetectionResult| -> Vec<_> {
+        r.detections.iter().map(|d| d.model_box).collect()
+    };
+    assert_eq!(boxes(&tiled), boxes(&whole));
+    assert!(tiled.detections.iter().any(|d| d.crosses_seam));
+}
+
+#[test]
+fn a_model_whose_input_differs_from_its_card_is_refused() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = shipped_models_dir().join("tessera-test-tiny");
+    for f in ["model.onnx", "model_fp16.onnx"] {
+        std::fs::copy(source.join(f), dir.path().join(f)).unwrap();
+    }
+    let card = std::fs::read_to_string(source.join("model.json")).unwrap();
+    let card = card.replace("\"name\": \"ct\"", "\"name\": \"image\"");
+    std::fs::write(dir.path().join("model.json"), card).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let err = pipeline::detect(
+        &volume(),
+        &model,
+        &config([64, 64, 32], BlendMode::Halo),
+        &CancelToken::new(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "does not take the input its card describes: the card names input 'image', the model has: ct"
+        ),
+        "{err}"
+    );
+}

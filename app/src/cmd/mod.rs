@@ -8,5 +8,6 @@ pub mod info;
 pub mod lidc;
 pub mod parity;
 pub mod phantom;
+pub mod resample;
 pub mod runtime;
 pub mod sweep;

@@ -59,6 +59,8 @@ pub enum InferError {
         model: String,
         reason: String,
     },
+    #[error("model {model} does not take the input its card describes: {reason}")]
+    InputMismatch { model: String, reason: String },
     #[error("model {model} has no output named '{name}' (it has: {available})")]
     MissingOutput {
         model: String,
@@ -221,6 +223,7 @@ impl Engine {
         let session = builder
             .commit_from_file(&model_path)
             .map_err(|e| fail(e.to_string()))?;
+        check_input(&session, model)?;
         let available: Vec<String> = session
             .outputs()
             .iter()
@@ -288,6 +291,42 @@ impl Engine {
             heads.push(array.index_axis(ndarray::Axis(0), 0).to_owned());
         }
         Ok(WindowOutputs { heads })
+    }
+}
+
+/// The card's input must be the model's: same name, a float tensor of rank 5 (NCDHW).
+fn check_input(session: &Session, model: &Model) -> Result<(), InferError> {
+    let wanted = &model.card.input.name;
+    let mismatch = |reason: String| InferError::InputMismatch {
+        model: model.card.name.clone(),
+        reason,
+    };
+    let inputs = session.inputs();
+    let Some(input) = inputs.iter().find(|i| i.name() == wanted) else {
+        let names: Vec<&str> = inputs.iter().map(|i| i.name()).collect();
+        return Err(mismatch(format!(
+            "the card names input '{wanted}', the model has: {}",
+            names.join(", ")
+        )));
+    };
+    if inputs.len() != 1 {
+        return Err(mismatch(format!(
+            "it has {} inputs; Tessera feeds one volume",
+            inputs.len()
+        )));
+    }
+    let dtype = input.dtype();
+    if dtype.tensor_type() != Some(ort::value::TensorElementType::Float32) {
+        return Err(mismatch(format!(
+            "input '{wanted}' is {dtype}, not a float32 tensor"
+        )));
+    }
+    match dtype.tensor_shape().map(|s| s.len()) {
+        Some(5) => Ok(()),
+        rank => Err(mismatch(format!(
+            "input '{wanted}' has rank {}, the card's layout NCDHW needs 5",
+            rank.map_or("unknown".to_string(), |r| r.to_string())
+        ))),
     }
 }
 

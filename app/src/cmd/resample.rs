@@ -1,0 +1,83 @@
+//! `tessera resample PATH --spacing-mm S --out FILE.npy`: the volume exactly as the pipeline
+//! feeds it to a model (loaded, resampled to the card's spacing), for `training/`.
+//!
+//! Writes `FILE.npy` (int16 HU, `[z, y, x]`, rounded) and `FILE.json` beside it: the grid's
+//! size, spacing and `world_from_voxel`, and the LIDC reader nodules when the folder has them.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde_json::json;
+use tessera_core::{io::write_atomic, lidc, npy, resample::resample};
+
+#[derive(Debug, clap::Args)]
+pub struct ResampleArgs {
+    /// A DICOM file or folder.
+    pub path: PathBuf,
+    /// Target spacing, mm: one value (isotropic) or `x,y,z`.
+    #[arg(long, value_parser = parse_spacing_mm)]
+    pub spacing_mm: [f64; 3],
+    /// The `.npy` file to write (its `.json` sidecar goes beside it).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
+    let (volume, _) = tessera_core::dicom::open(&args.path, None)
+        .with_context(|| format!("opening {}", args.path.display()))?;
+    let resampled = resample(&volume, args.spacing_mm);
+    let grid = resampled.as_ref().unwrap_or(&volume);
+    let hu = grid
+        .voxels
+        .to_f32()
+        .mapv(|v| v.round().clamp(f32::from(i16::MIN), f32::from(i16::MAX)) as i16);
+    let lidc_nodules = match lidc::find_xml(&args.path) {
+        Some(xml) => {
+            let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
+            lidc::consensus(&reads, 5.0)
+                .iter()
+                .map(|n| {
+                    json!({
+                        "center_lps_mm": n.center_lps_mm,
+                        "diameter_mm": n.diameter_mm,
+                        "readers": n.readers,
+                        "outlined": n.outlined,
+                    })
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let sidecar = json!({
+        "source": args.path,
+        "series_uid": volume.info.series_uid,
+        "size": grid.geometry.size,
+        "spacing_mm": grid.geometry.spacing_mm,
+        "world_from_voxel": grid.geometry.world_from_voxel,
+        "lidc_nodules": lidc_nodules,
+    });
+    write_atomic(&args.out, &npy::encode_i16(&hu))
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    let sidecar_path = args.out.with_extension("json");
+    write_atomic(
+        &sidecar_path,
+        serde_json::to_string_pretty(&sidecar)?.as_bytes(),
+    )
+    .with_context(|| format!("writing {}", sidecar_path.display()))?;
+    println!(
+        "{} -> {} ({}, {:?} mm)",
+        args.path.display(),
+        args.out.display(),
+        grid.geometry.size_label(),
+        grid.geometry.spacing_mm
+    );
+    Ok(())
+}
+
+fn parse_spacing_mm(text: &str) -> Result<[f64; 3], String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 => Ok([s; 3]),
+        Ok(_) => Err("spacing must be positive".into()),
+        Err(_) => super::phantom::parse_spacing(text),
+    }
+}
