@@ -1,0 +1,1 @@
+"""Training recipe for Tessera's shipped nodule detector (see training/README.md)."""

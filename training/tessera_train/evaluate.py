@@ -1,0 +1,123 @@
+"""Measure the exported model through the real pipeline (`tessera detect`) and record the
+metrics in its card: FROC/CPM on held-out phantoms, and the LIDC-IDRI readers' nodules.
+
+Usage: python -m tessera_train.evaluate --tessera BIN --work DIR --shared ../shared/data --model DIR
+"""
+
+import argparse
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from . import config, data
+
+FROC_THRESHOLD = 0.05  # low, so the curve reaches 8 FP per scan
+
+
+def detect(tessera, series: Path, model: Path, out: Path):
+    if not out.is_file():
+        subprocess.run([str(tessera), "detect", str(series), "--model", str(model),
+                        "--score-threshold", str(FROC_THRESHOLD), "--out", str(out)],
+                       check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def evaluate(tessera, flag: str, pairs) -> dict:
+    cmd = [str(tessera), "evaluate", "--json"]
+    for det, target in pairs:
+        cmd += [flag, f"{det}={target}"]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def lidc_case(tessera, shared: Path, work: Path, model: Path, case: str, threshold: float):
+    """Every reader-marked nodule with the best score of a detection whose centre lies in it,
+    and the detections at the default threshold that hit no mark at all."""
+    series = shared / "lidc" / case
+    det_path = work / "eval" / f"{case}.det.json"
+    det = detect(tessera, series, model, det_path)
+    sidecar = json.loads((work / "lidc" / f"{case}.json").read_text())
+    nodules = []
+    for n in sidecar["lidc_nodules"]:
+        radius = max(n["diameter_mm"] / 2, 5.0)  # points (< 3 mm) get a 5 mm tolerance
+        scores = [d["score"] for d in det["detections"]
+                  if np.linalg.norm(np.subtract(d["center_lps_mm"], n["center_lps_mm"])) <= radius]
+        nodules.append({"center_lps_mm": [round(v, 1) for v in n["center_lps_mm"]],
+                        "diameter_mm": round(n["diameter_mm"], 1), "readers": n["readers"],
+                        "outlined": n["outlined"],
+                        "best_score": round(max(scores), 4) if scores else None,
+                        "found_at_default_threshold": bool(scores) and max(scores) >= threshold})
+    false_positives = [
+        d for d in det["detections"] if d["score"] >= threshold and not any(
+            np.linalg.norm(np.subtract(d["center_lps_mm"], n["center_lps_mm"]))
+            <= max(n["diameter_mm"] / 2, 5.0) for n in sidecar["lidc_nodules"])]
+    return det_path, {"case": case, "nodules": nodules,
+                      "false_positives_at_default_threshold": len(false_positives),
+                      "seconds_end_to_end_tessera_detect": round(det["stats"]["elapsed_s"], 2)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tessera", required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--shared", type=Path, required=True)
+    ap.add_argument("--model", type=Path, required=True)
+    args = ap.parse_args()
+    (args.work / "eval").mkdir(parents=True, exist_ok=True)
+    card_path = args.model / "model.json"
+    card = json.loads(card_path.read_text())
+    threshold = card["default_score_threshold"]
+
+    held = data.make_phantoms(args.tessera, args.work, config.HELD_OUT_PHANTOMS, "held-out")
+    pairs = []
+    for series, _ in held:
+        det = args.work / "eval" / f"{series.name}.det.json"
+        detect(args.tessera, series, args.model, det)
+        pairs.append((det, series / "truth.json"))
+    froc = evaluate(args.tessera, "--phantom", pairs)
+    missed = [h for h in froc["hits"] if h[2] is None or h[2] < threshold]
+    metrics = {
+        "measured_with": "tessera detect (halo tiling, default patch, CPU) then tessera evaluate",
+        "held_out_phantoms": {
+            "scans": froc["scans"], "nodules": froc["targets"],
+            "series": [f"seeds {r.start}-{r.stop - 1}, {size} at {sp} mm, {n} nodules, "
+                       f"noise {noise} HU" for r, size, sp, n, noise in config.HELD_OUT_PHANTOMS],
+            "froc_fp_per_scan": [0.125, 0.25, 0.5, 1, 2, 4, 8],
+            "froc_sensitivity": [round(s, 4) for s in froc["sensitivity"]],
+            "cpm": round(froc["cpm"], 4),
+            "missed_at_default_threshold": [
+                {"scan": h[0], "diameter_mm": round(h[1]["diameter_mm"], 1),
+                 "best_score": h[2]} for h in missed],
+        },
+    }
+    lidc = []
+    lidc_pairs = []
+    for case in config.LIDC_CASES:
+        if not (args.shared / "lidc" / case).is_dir():
+            print(f"warning: {case} is missing under {args.shared}: no LIDC metrics")
+            continue
+        det_path, result = lidc_case(args.tessera, args.shared, args.work, args.model, case,
+                                     threshold)
+        lidc.append(result)
+        lidc_pairs.append((det_path, args.shared / "lidc" / case))
+    if lidc:
+        lidc_froc = evaluate(args.tessera, "--lidc", lidc_pairs)
+        metrics["lidc_idri"] = {
+            "note": "The two cases' backgrounds were used in training with inserted nodules; "
+                    "their readers' nodules were masked out of the loss, never positives.",
+            "cases": lidc,
+            "froc_targets": "nodules >= 3 mm outlined by >= 3 of 4 readers",
+            "froc_sensitivity": [round(s, 4) for s in lidc_froc["sensitivity"]],
+            "cpm": round(lidc_froc["cpm"], 4),
+        }
+    card["metrics"] = metrics
+    tmp = card_path.with_name(".model.json.tmp")
+    tmp.write_text(json.dumps(card, indent=2) + "\n")
+    os.replace(tmp, card_path)
+    print(json.dumps(metrics, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Retrains the shipped detector from scratch, with fixed seeds, into assets/models/tessera-nodule.
+#   training/train.sh            (about 40 min on two CPU cores; see README.md)
+# Steps: a Python venv with requirements.txt, the release `tessera` binary, phantoms and
+# resampled volumes (training/.work), training (resumable from .work/checkpoint.pt), ONNX
+# export checked against PyTorch, then metrics through `tessera detect` + `tessera evaluate`.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+work="${TESSERA_TRAIN_DIR:-$here/.work}"
+shared="${TESSERA_SHARED_DATA:-$root/../shared/data}"
+out="$root/assets/models/tessera-nodule"
+
+if [ ! -x "$here/.venv/bin/python" ]; then
+    python3 -m venv "$here/.venv"
+fi
+"$here/.venv/bin/pip" install -q -r "$here/requirements.txt"
+"$root/scripts/setup.sh"
+cargo build --release -p tessera --manifest-path "$root/Cargo.toml"
+tessera="${CARGO_TARGET_DIR:-$root/target}/release/tessera"
+mkdir -p "$work"
+cd "$here"
+py="$here/.venv/bin/python"
+"$py" -m tessera_train.data --tessera "$tessera" --work "$work"
+"$py" -u -m tessera_train.train --tessera "$tessera" --work "$work" --shared "$shared"
+"$py" -m tessera_train.export --work "$work" --out "$out"
+"$py" -m tessera_train.evaluate --tessera "$tessera" --work "$work" --shared "$shared" --model "$out"
+echo "done: $out (commit model.onnx, model_fp16.onnx and model.json together)"
