@@ -1,9 +1,9 @@
-//! `tessera`: the command line (and, later, the viewer) over `tessera-core`.
+//! `tessera`: the viewer and the command line over `tessera-core`.
 //!
 //! Subcommands are thin: parse, call the core, print. Errors are reported once, here, with the
 //! chain of context, and a non-zero exit code.
 
-mod cmd;
+use tessera::{cmd, gui};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,12 +14,17 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "tessera",
     version,
-    about = "Memory-bounded tiled 3D detection on CT scans"
+    about = "Memory-bounded tiled 3D detection on CT scans",
+    long_about = "Memory-bounded tiled 3D detection on CT scans.\n\nWithout a subcommand, opens the viewer on PATH (or on the built-in demo study).",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     /// ONNX Runtime library to load (default: ORT_DYLIB_PATH, then the project's .runtime/).
     #[arg(long, global = true, value_name = "FILE")]
     ort_lib: Option<PathBuf>,
+
+    /// Study to open in the viewer (a DICOM file or folder); without it, the demo study.
+    path: Option<PathBuf>,
 
     #[command(subcommand)]
     command: Option<Command>,
@@ -27,6 +32,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Open the viewer (the default without a subcommand).
+    View(ViewArgs),
     /// List the CT series found in a file or folder (no PATH: the built-in demo study).
     Info(cmd::info::InfoArgs),
     /// Write a synthetic chest-CT phantom as a DICOM series, with its ground truth.
@@ -37,6 +44,8 @@ enum Command {
     Evaluate(cmd::evaluate::EvaluateArgs),
     /// The LIDC-IDRI reader annotations of a case, grouped across readers.
     Lidc(cmd::lidc::LidcArgs),
+    /// A series as the pipeline feeds it to a model (resampled), as .npy for training.
+    Resample(cmd::resample::ResampleArgs),
     /// Compare two det.json runs detection by detection; exit 0 only within tolerance.
     Parity(cmd::parity::ParityArgs),
     /// Run several patch sizes against a reference: the hardware profiling report.
@@ -47,17 +56,42 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
 }
 
+#[derive(Debug, clap::Args)]
+struct ViewArgs {
+    /// A DICOM file or folder; without it, the demo study.
+    path: Option<PathBuf>,
+    /// Run the detector (default settings) once the study is open.
+    #[arg(long)]
+    run: bool,
+    /// Draw the window seams.
+    #[arg(long)]
+    seams: bool,
+    /// Save the window as a PNG when done (after --run, with the best detection selected),
+    /// then close: for documentation and checks.
+    #[arg(long, value_name = "FILE")]
+    screenshot: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        // Until the viewer lands, the main job is `info` on the demo study.
-        None => done(cmd::info::run(&cmd::info::InfoArgs::default())),
+        None => done(gui::run(cli.path, cli.ort_lib, gui::Startup::default())),
+        Some(Command::View(args)) => done(gui::run(
+            args.path,
+            cli.ort_lib,
+            gui::Startup {
+                run: args.run,
+                screenshot: args.screenshot,
+                seams: args.seams,
+            },
+        )),
         Some(Command::Info(args)) => done(cmd::info::run(&args)),
         Some(Command::Phantom(args)) => done(cmd::phantom::run(&args)),
         Some(Command::Detect(args)) => cmd::detect::run(&args, cli.ort_lib.as_deref()),
         Some(Command::Evaluate(args)) => done(cmd::evaluate::run(&args)),
         Some(Command::Lidc(args)) => done(cmd::lidc::run(&args)),
+        Some(Command::Resample(args)) => done(cmd::resample::run(&args)),
         Some(Command::Parity(args)) => cmd::parity::run(&args),
         Some(Command::Sweep(args)) => done(cmd::sweep::run(&args, cli.ort_lib.as_deref())),
         Some(Command::Runtime(args)) => done(cmd::runtime::run(&args, cli.ort_lib.as_deref())),

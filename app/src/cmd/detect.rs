@@ -210,7 +210,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
 }
 
 /// The shipped detector: the first model folder that is not a test model.
-fn default_model_dir() -> anyhow::Result<PathBuf> {
+pub fn default_model_dir() -> anyhow::Result<PathBuf> {
     let root = shipped_models_dir();
     let root = root.canonicalize().unwrap_or(root);
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)

@@ -17,23 +17,23 @@ pub struct InfoArgs {
 }
 
 /// One series as `info --json` prints it (a documented, stable schema).
-#[derive(Debug, Serialize)]
-struct SeriesRow {
-    series_uid: String,
-    modality: String,
-    description: String,
-    series_number: Option<i64>,
-    patient_id: String,
-    size: [usize; 3],
-    spacing_mm: [f64; 3],
-    origin_lps_mm: [f64; 3],
-    files: usize,
-    frames: usize,
-    localizer: bool,
-    transfer_syntaxes: Vec<String>,
-    warnings: Vec<String>,
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesRow {
+    pub series_uid: String,
+    pub modality: String,
+    pub description: String,
+    pub series_number: Option<i64>,
+    pub patient_id: String,
+    pub size: [usize; 3],
+    pub spacing_mm: [f64; 3],
+    pub origin_lps_mm: [f64; 3],
+    pub files: usize,
+    pub frames: usize,
+    pub localizer: bool,
+    pub transfer_syntaxes: Vec<String>,
+    pub warnings: Vec<String>,
     /// Set when the series cannot be a volume; then size and spacing are zero.
-    error: Option<String>,
+    pub error: Option<String>,
 }
 
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
@@ -59,7 +59,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn row(series: &SeriesFiles) -> SeriesRow {
+pub fn row(series: &SeriesFiles) -> SeriesRow {
     let first = series.first();
     let mut transfer_syntaxes: Vec<String> = series
         .files

@@ -1,0 +1,392 @@
+//! The desktop viewer: MPR review of a CT study with the detector running live.
+//!
+//! The UI renders state and sends commands; loading and detection run on named worker threads
+//! that report through channels ([`study::LoadJob`], [`run::RunJob`]). Everything the viewer
+//! computes comes from `tessera_core` (slices, plans, the pipeline, parity, reports).
+
+mod colors;
+pub mod review;
+pub mod run;
+mod slice_view;
+pub mod study;
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use egui::{Key, Ui};
+
+pub use review::Review;
+pub use run::{RunPanel, RunRecord};
+pub use study::{LoadJob, Source, Study};
+
+/// What to do on start, besides opening the study.
+#[derive(Debug, Clone, Default)]
+pub struct Startup {
+    /// Run the detector with the default settings once the study is open.
+    pub run: bool,
+    /// Save the window as a PNG once everything asked for is done, then close.
+    pub screenshot: Option<PathBuf>,
+    /// Draw window seams.
+    pub seams: bool,
+}
+
+/// Opens the viewer window and blocks until it is closed.
+pub fn run(
+    path: Option<PathBuf>,
+    ort_lib: Option<PathBuf>,
+    startup: Startup,
+) -> anyhow::Result<()> {
+    let source = path.map_or(Source::Demo, Source::Path);
+    let options = eframe::NativeOptions {
+        renderer: eframe::Renderer::Wgpu,
+        viewport: egui::ViewportBuilder::default()
+            .with_title("Tessera")
+            .with_inner_size([1500.0, 950.0])
+            .with_drag_and_drop(true),
+        ..Default::default()
+    };
+    eframe::run_native(
+        "Tessera",
+        options,
+        Box::new(move |cc| {
+            let mut app = TesseraApp::new(&cc.egui_ctx, source, ort_lib);
+            app.review.show_seams = startup.seams;
+            app.startup = startup;
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))
+    .context(
+        "the viewer could not open a window (no display? run it under a desktop session or Xvfb; the headless subcommands are listed by `tessera --help`)",
+    )
+}
+
+/// The whole viewer state. Public so that tests drive it through `egui_kittest`.
+#[derive(Debug)]
+pub struct TesseraApp {
+    pub ctx: egui::Context,
+    pub load: Option<LoadJob>,
+    pub picker: Option<study::Picker>,
+    pub study: Option<Study>,
+    pub run_panel: RunPanel,
+    pub review: Review,
+    /// Messages for the user (failures, refusals, saved files); dismissable.
+    pub messages: Vec<Message>,
+    screenshot: Option<review::ScreenshotJob>,
+    pub startup: Startup,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub error: bool,
+    pub text: String,
+}
+
+impl TesseraApp {
+    pub fn new(ctx: &egui::Context, source: Source, ort_lib: Option<PathBuf>) -> Self {
+        let mut app = Self {
+            ctx: ctx.clone(),
+            load: None,
+            picker: None,
+            study: None,
+            run_panel: RunPanel::new(ort_lib),
+            review: Review::default(),
+            messages: Vec::new(),
+            screenshot: None,
+            startup: Startup::default(),
+        };
+        app.open(source, None);
+        app
+    }
+
+    /// Starts loading `source` in the background (`series_uid` picks one of several series).
+    pub fn open(&mut self, source: Source, series_uid: Option<String>) {
+        self.picker = None;
+        self.load = Some(LoadJob::start(source, series_uid, self.ctx.clone()));
+    }
+
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.messages.push(Message {
+            error: true,
+            text: text.into(),
+        });
+    }
+
+    pub fn info(&mut self, text: impl Into<String>) {
+        self.messages.push(Message {
+            error: false,
+            text: text.into(),
+        });
+    }
+
+    /// Takes what the workers have sent since the last frame.
+    fn poll_workers(&mut self) {
+        if let Some(job) = &mut self.load {
+            match job.poll() {
+                study::LoadPoll::Pending => {}
+                study::LoadPoll::Choose(picker) => {
+                    self.load = None;
+                    self.picker = Some(picker);
+                }
+                study::LoadPoll::Loaded(study) => {
+                    self.load = None;
+                    self.run_panel.study_changed(&study);
+                    self.review = Review::default();
+                    self.study = Some(*study);
+                }
+                study::LoadPoll::Failed(e) => {
+                    self.load = None;
+                    self.error(e);
+                }
+            }
+        }
+        if let Some(outcome) = self.run_panel.poll() {
+            match outcome {
+                run::Outcome::Finished(record) => {
+                    self.info(format!(
+                        "run {} finished: {} detection(s) in {:.1} s",
+                        record.label,
+                        record.report.detections.len(),
+                        record.report.stats.elapsed_s
+                    ));
+                    self.review.run_finished(&self.run_panel.runs);
+                }
+                run::Outcome::Cancelled => self.info("run cancelled"),
+                run::Outcome::Failed(e) => self.error(e),
+            }
+        }
+        if let Some(job) = &mut self.screenshot
+            && let Some(result) = job.poll()
+        {
+            self.screenshot = None;
+            match result {
+                Ok(path) => self.info(format!("saved {}", path.display())),
+                Err(e) => self.error(e),
+            }
+            if self.startup.screenshot.take().is_some() {
+                self.ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            }
+        }
+        self.startup_steps();
+    }
+
+    /// `--run` and `--screenshot`: act once the study is open (and the run is done).
+    fn startup_steps(&mut self) {
+        if self.study.is_none() || self.run_panel.is_running() || self.screenshot.is_some() {
+            return;
+        }
+        if self.startup.run {
+            self.startup.run = false;
+            if let Err(e) = self.run_panel.start(&self.ctx) {
+                self.error(e);
+            }
+            return;
+        }
+        if let Some(path) = self.startup.screenshot.clone() {
+            // The best detection selected: all three views go to it.
+            if let Some(record) = self.run_panel.runs.last()
+                && !record.report.detections.is_empty()
+            {
+                self.review.select(0, record, self.study.as_mut());
+            }
+            self.save_png(path);
+        }
+    }
+
+    /// One frame of the whole window.
+    pub fn ui(&mut self, ui: &mut Ui) {
+        self.poll_workers();
+        self.dropped_files(ui);
+        egui::Panel::top("menu").show(ui, |ui| self.menu_ui(ui));
+        egui::Panel::bottom("messages").show(ui, |ui| self.messages_ui(ui));
+        egui::Panel::right("side")
+            .default_size(430.0)
+            .min_size(360.0)
+            .show(ui, |ui| self.side_ui(ui));
+        egui::CentralPanel::default().show(ui, |ui| self.central_ui(ui));
+        if self.load.is_some() || self.run_panel.is_running() || self.screenshot.is_some() {
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(100));
+        }
+    }
+
+    fn dropped_files(&mut self, ui: &Ui) {
+        let dropped = ui.input(|i| i.raw.dropped_files.first().map(|f| f.path().to_path_buf()));
+        if let Some(path) = dropped {
+            self.open(Source::Path(path), None);
+        }
+    }
+
+    fn menu_ui(&mut self, ui: &mut Ui) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| {
+                if ui.button("Open folder…").clicked() {
+                    if let Some(path) = rfd::FileDialog::new().pick_folder() {
+                        self.open(Source::Path(path), None);
+                    }
+                    ui.close();
+                }
+                if ui.button("Open file…").clicked() {
+                    if let Some(path) = rfd::FileDialog::new().pick_file() {
+                        self.open(Source::Path(path), None);
+                    }
+                    ui.close();
+                }
+                if ui.button("Open demo study").clicked() {
+                    self.open(Source::Demo, None);
+                    ui.close();
+                }
+                ui.separator();
+                let have_run = self.run_panel.runs.last().is_some();
+                if ui
+                    .add_enabled(have_run, egui::Button::new("Export detections JSON…"))
+                    .clicked()
+                {
+                    self.export_dialog(review::ExportKind::Json);
+                    ui.close();
+                }
+                if ui
+                    .add_enabled(have_run, egui::Button::new("Export LUNA16 CSV…"))
+                    .clicked()
+                {
+                    self.export_dialog(review::ExportKind::Csv);
+                    ui.close();
+                }
+                if ui.button("Save layout as PNG…").clicked() {
+                    if let Some(path) = rfd::FileDialog::new()
+                        .add_filter("PNG", &["png"])
+                        .set_file_name("tessera.png")
+                        .save_file()
+                    {
+                        self.save_png(path);
+                    }
+                    ui.close();
+                }
+            });
+            ui.menu_button("View", |ui| {
+                ui.checkbox(&mut self.review.show_seams, "Window seams and overlap");
+                ui.checkbox(&mut self.review.show_weights, "Blend weight map");
+                if ui.button("Reset views (R)").clicked() {
+                    if let Some(study) = &mut self.study {
+                        study.reset_views();
+                    }
+                    ui.close();
+                }
+            });
+            if let Some(job) = &self.load {
+                ui.separator();
+                ui.spinner();
+                ui.label(job.stage_text());
+            }
+        });
+    }
+
+    fn messages_ui(&mut self, ui: &mut Ui) {
+        let mut dismiss = None;
+        for (i, m) in self.messages.iter().enumerate().rev().take(4) {
+            ui.horizontal(|ui| {
+                if ui.small_button("Dismiss").clicked() {
+                    dismiss = Some(i);
+                }
+                let color = if m.error {
+                    ui.visuals().error_fg_color
+                } else {
+                    ui.visuals().text_color()
+                };
+                ui.colored_label(color, &m.text);
+            });
+        }
+        if let Some(i) = dismiss {
+            self.messages.remove(i);
+        }
+        if self.messages.is_empty() {
+            ui.weak("Drop a DICOM folder here, or File > Open.");
+        }
+    }
+
+    fn side_ui(&mut self, ui: &mut Ui) {
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            let messages = self.run_panel.ui(ui, self.study.as_ref());
+            for m in messages {
+                self.messages.push(m);
+            }
+            ui.separator();
+            let export = self
+                .review
+                .ui(ui, &self.run_panel.runs, self.study.as_mut());
+            if let Some(kind) = export {
+                self.export_dialog(kind);
+            }
+        });
+    }
+
+    fn central_ui(&mut self, ui: &mut Ui) {
+        if let Some(picker) = &mut self.picker {
+            if let Some(choice) = picker.ui(ui) {
+                let source = Source::Path(picker.root.clone());
+                self.open(source, Some(choice));
+            }
+            return;
+        }
+        let Some(study) = &mut self.study else {
+            ui.centered_and_justified(|ui| {
+                if self.load.is_some() {
+                    ui.spinner();
+                } else {
+                    ui.label("No study open. File > Open, or drop a DICOM folder here.");
+                }
+            });
+            return;
+        };
+        shortcuts(ui, study);
+        let overlay = run::Overlay::new(&self.run_panel, &self.review);
+        slice_view::layout_ui(ui, study, &overlay);
+    }
+
+    fn export_dialog(&mut self, kind: review::ExportKind) {
+        let Some(record) = self.run_panel.runs.last() else {
+            return;
+        };
+        let (filter, ext, name) = match kind {
+            review::ExportKind::Json => ("JSON", "json", "det.json"),
+            review::ExportKind::Csv => ("CSV", "csv", "det.csv"),
+        };
+        if let Some(path) = rfd::FileDialog::new()
+            .add_filter(filter, &[ext])
+            .set_file_name(name)
+            .save_file()
+        {
+            match review::export(record, kind, &path) {
+                Ok(()) => self.info(format!("saved {}", path.display())),
+                Err(e) => self.error(format!("{e:#}")),
+            }
+        }
+    }
+
+    /// Saves the next rendered frame as a PNG at `path`.
+    pub fn save_png(&mut self, path: PathBuf) {
+        self.screenshot = Some(review::ScreenshotJob::start(&self.ctx, path));
+    }
+}
+
+impl eframe::App for TesseraApp {
+    fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
+        TesseraApp::ui(self, ui);
+    }
+}
+
+/// Keys 1-5 for window presets, R to reset; the hovered view's arrows are in `slice_view`.
+fn shortcuts(ui: &Ui, study: &mut Study) {
+    if ui.memory(|m| m.focused().is_some()) {
+        return; // typing in a field
+    }
+    let presets = [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5];
+    for (i, key) in presets.into_iter().enumerate() {
+        if ui.input(|inp| inp.key_pressed(key)) {
+            study.apply_preset(i);
+        }
+    }
+    if ui.input(|inp| inp.key_pressed(Key::R)) {
+        study.reset_views();
+    }
+}

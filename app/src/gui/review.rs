@@ -1,0 +1,414 @@
+//! Review of a finished run: score threshold, a sortable detection table, selection that moves
+//! the views, seam flags, comparison with the previous run (parity), export, and the seam and
+//! blend-weight overlays.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, channel};
+
+use anyhow::Context as _;
+use egui::{Color32, Rect, Ui};
+use tessera_core::Geometry;
+use tessera_core::parity::{ParityReport, Tolerances, compare};
+use tessera_core::plan::{BlendMode, TilePlan};
+use tessera_core::stitch::weight_profile;
+use tessera_core::view::Plane;
+
+use super::run::RunRecord;
+use super::study::Study;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortBy {
+    Score,
+    Size,
+    Z,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportKind {
+    Json,
+    Csv,
+}
+
+/// What the user is reviewing.
+#[derive(Debug)]
+pub struct Review {
+    pub threshold: f32,
+    pub selected: Option<usize>,
+    pub sort: SortBy,
+    pub show_seams: bool,
+    pub show_weights: bool,
+    /// Highlight differences against the previous run.
+    pub compare: bool,
+    parity: Option<ParityReport>,
+}
+
+impl Default for Review {
+    fn default() -> Self {
+        Self {
+            threshold: 0.0,
+            selected: None,
+            sort: SortBy::Score,
+            show_seams: false,
+            show_weights: false,
+            compare: false,
+            parity: None,
+        }
+    }
+}
+
+impl Review {
+    /// A new run: its threshold, and its parity against the previous one.
+    pub fn run_finished(&mut self, runs: &[RunRecord]) {
+        self.selected = None;
+        if let Some(last) = runs.last() {
+            self.threshold = last.report.config.score_threshold;
+        }
+        self.parity = match runs {
+            [.., previous, last] => Some(compare(
+                &previous.report,
+                &last.report,
+                Tolerances::default(),
+            )),
+            _ => None,
+        };
+    }
+
+    /// Indices (in the previous run) of detections the last run does not have.
+    pub fn only_in_previous(&self) -> Vec<usize> {
+        self.parity
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.only_a.clone())
+    }
+
+    /// Indices of the last run's detections at or above the threshold, in table order.
+    pub fn rows(&self, record: &RunRecord) -> Vec<usize> {
+        let d = &record.report.detections;
+        let mut rows: Vec<usize> = (0..d.len())
+            .filter(|&i| d[i].score >= self.threshold)
+            .collect();
+        match self.sort {
+            SortBy::Score => rows.sort_by(|&a, &b| d[b].score.total_cmp(&d[a].score)),
+            SortBy::Size => {
+                rows.sort_by(|&a, &b| max_mm(&d[b].size_mm).total_cmp(&max_mm(&d[a].size_mm)));
+            }
+            SortBy::Z => {
+                rows.sort_by(|&a, &b| d[a].center_lps_mm[2].total_cmp(&d[b].center_lps_mm[2]));
+            }
+        }
+        rows
+    }
+
+    /// Selects detection `i` of `record` and moves the crosshair to its centre.
+    pub fn select(&mut self, i: usize, record: &RunRecord, study: Option<&mut Study>) {
+        self.selected = Some(i);
+        if let (Some(d), Some(study)) = (record.report.detections.get(i), study) {
+            let b = &d.box_voxel;
+            study.set_cursor(std::array::from_fn(|a| {
+                (b.min[a] + b.max[a].max(b.min[a] + 1) - 1) as f64 / 2.0
+            }));
+        }
+    }
+
+    /// The review panel; returns an export the user asked for.
+    pub fn ui(
+        &mut self,
+        ui: &mut Ui,
+        runs: &[RunRecord],
+        mut study: Option<&mut Study>,
+    ) -> Option<ExportKind> {
+        ui.heading("Detections");
+        let Some(record) = runs.last() else {
+            ui.weak("No run yet.");
+            return None;
+        };
+        let mut export = None;
+        ui.label(format!(
+            "{}: {} detection(s), {:.1} s, peak {} ({})",
+            record.label,
+            record.report.detections.len(),
+            record.report.stats.elapsed_s,
+            tessera_core::plan::format_bytes(record.report.stats.peak_memory_bytes),
+            record.report.stats.device_name
+        ));
+        ui.add(egui::Slider::new(&mut self.threshold, 0.0..=1.0).text("score threshold"));
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut self.show_seams, "Seams");
+            ui.checkbox(&mut self.show_weights, "Blend weights");
+            ui.add_enabled(
+                runs.len() >= 2,
+                egui::Checkbox::new(&mut self.compare, "Compare with previous run"),
+            );
+        });
+        if self.compare
+            && let Some(p) = &self.parity
+        {
+            let text = format!(
+                "Parity with the previous run: {} matched, {} only before (magenta), {} only now; max score difference {:.2e}, max box face {:.2} voxels: {}",
+                p.pairs.len(),
+                p.only_a.len(),
+                p.only_b.len(),
+                p.max_score_difference,
+                p.max_face_difference_voxels,
+                if p.within_tolerance {
+                    "within tolerance"
+                } else {
+                    "OUT of tolerance"
+                }
+            );
+            let color = if p.within_tolerance {
+                ui.visuals().text_color()
+            } else {
+                ui.visuals().warn_fg_color
+            };
+            ui.colored_label(color, text);
+        }
+        ui.horizontal(|ui| {
+            if ui.button("Export JSON…").clicked() {
+                export = Some(ExportKind::Json);
+            }
+            if ui.button("Export CSV…").clicked() {
+                export = Some(ExportKind::Csv);
+            }
+        });
+        let rows = self.rows(record);
+        let only_now: Vec<usize> = if self.compare {
+            self.parity
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.only_b.clone())
+        } else {
+            Vec::new()
+        };
+        egui::Grid::new("detections")
+            .striped(true)
+            .num_columns(5)
+            .show(ui, |ui| {
+                ui.strong("#");
+                for (label, sort) in [
+                    ("Score", SortBy::Score),
+                    ("Size mm", SortBy::Size),
+                    ("Position LPS mm (z)", SortBy::Z),
+                ] {
+                    let marker = if self.sort == sort { " (sorted)" } else { "" };
+                    if ui.button(format!("{label}{marker}")).clicked() {
+                        self.sort = sort;
+                    }
+                }
+                ui.strong("Seam");
+                ui.end_row();
+                for &i in &rows {
+                    let d = &record.report.detections[i];
+                    let selected = self.selected == Some(i);
+                    let label = if only_now.contains(&i) {
+                        format!("{}*", i + 1)
+                    } else {
+                        (i + 1).to_string()
+                    };
+                    if ui.selectable_label(selected, label).clicked() {
+                        self.select(i, record, study.as_deref_mut());
+                    }
+                    ui.colored_label(super::colors::score(d.score), format!("{:.3}", d.score));
+                    ui.label(format!("{:.1}", max_mm(&d.size_mm)));
+                    ui.label(format!(
+                        "{:.1}, {:.1}, {:.1}",
+                        d.center_lps_mm[0], d.center_lps_mm[1], d.center_lps_mm[2]
+                    ));
+                    ui.label(if d.crosses_seam { "crosses" } else { "" });
+                    ui.end_row();
+                }
+            });
+        if rows.is_empty() {
+            ui.weak("Nothing at this threshold.");
+        }
+        export
+    }
+}
+
+fn max_mm(size: &[f64; 3]) -> f64 {
+    size.iter().copied().fold(0.0, f64::max)
+}
+
+/// Writes the run's detections like `tessera detect` does (det.json or the LUNA16 CSV).
+pub fn export(record: &RunRecord, kind: ExportKind, path: &Path) -> anyhow::Result<()> {
+    match kind {
+        ExportKind::Json => record.report.write_json(path),
+        ExportKind::Csv => record.report.write_luna16_csv(path),
+    }
+    .with_context(|| format!("exporting to {}", path.display()))
+}
+
+/// A screenshot of the next frame, encoded to PNG and written atomically.
+#[derive(Debug)]
+pub struct ScreenshotJob {
+    rx: Receiver<Result<PathBuf, String>>,
+}
+
+impl ScreenshotJob {
+    pub fn start(ctx: &egui::Context, path: PathBuf) -> Self {
+        let (tx, rx) = channel();
+        let repaint = ctx.clone();
+        ctx.request_screenshot(move |image| {
+            let result = write_png(&image, &path).map(|()| path.clone());
+            let _ = tx.send(result.map_err(|e| format!("{e:#}")));
+            repaint.request_repaint();
+        });
+        Self { rx }
+    }
+
+    pub fn poll(&mut self) -> Option<Result<PathBuf, String>> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// Encodes `image` as PNG and writes it atomically.
+pub fn write_png(image: &egui::ColorImage, path: &Path) -> anyhow::Result<()> {
+    let [w, h] = image.size;
+    let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+    let mut bytes = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut bytes)
+        .write_image(&rgba, w as u32, h as u32, image::ExtendedColorType::Rgba8)
+        .context("encoding the PNG")?;
+    tessera_core::io::write_atomic(path, &bytes)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+use image::ImageEncoder as _;
+
+/// Where consecutive windows overlap along `axis`, in model voxels `[lo, hi)`.
+pub fn overlap_bands(plan: &TilePlan, axis: usize) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = plan
+        .windows
+        .iter()
+        .map(|w| (w.min[axis], w.max[axis]))
+        .collect();
+    spans.sort_unstable();
+    spans.dedup();
+    spans
+        .windows(2)
+        .filter(|p| p[1].0 < p[0].1)
+        .map(|p| (p[1].0, p[0].1))
+        .collect()
+}
+
+/// The blend weight map on this slice, as a translucent overlay: the sum of the windows'
+/// weights (Gaussian or constant) normalised to its maximum; in halo mode, each window's core
+/// tinted in turn so that the partition shows.
+pub fn draw_weights(
+    painter: &egui::Painter,
+    image: Rect,
+    plane: Plane,
+    index: usize,
+    plan: &TilePlan,
+    grid: &Geometry,
+    study: &Geometry,
+) {
+    let (c, r) = plane.image_axes();
+    let n = plane.normal_axis();
+    let ratio: [f64; 3] = std::array::from_fn(|a| grid.spacing_mm[a] / study.spacing_mm[a]);
+    // Per axis, the weight of every model voxel summed over the distinct window placements;
+    // the grid of windows is a product, so the 3-D sum is the product of the three.
+    let sums: [Vec<f32>; 3] = std::array::from_fn(|a| axis_weight_sum(plan, a));
+    let model = |a: usize, study_voxel: usize| -> usize {
+        (((study_voxel as f64) / ratio[a]).round() as usize)
+            .min(plan.padded_size[a].saturating_sub(1))
+    };
+    let (w, h) = (study.size[c], study.size[r]);
+    // A coarse overlay is enough to see the pattern: at most 128 cells per side.
+    let step_c = w.div_ceil(128).max(1);
+    let step_r = h.div_ceil(128).max(1);
+    let wz = sums[n].get(model(n, index)).copied().unwrap_or(0.0);
+    let max = sums[c].iter().copied().fold(0.0, f32::max)
+        * sums[r].iter().copied().fold(0.0, f32::max)
+        * sums[n].iter().copied().fold(0.0, f32::max);
+    let sx = image.width() / w as f32;
+    let sy = image.height() / h as f32;
+    for row in (0..h).step_by(step_r) {
+        let vr = if plane == Plane::Axial {
+            row
+        } else {
+            h - 1 - row
+        };
+        for col in (0..w).step_by(step_c) {
+            let color = if plan.spec.blend == BlendMode::Halo {
+                let k = core_index(plan, c, model(c, col))
+                    + core_index(plan, r, model(r, vr))
+                    + core_index(plan, n, model(n, index));
+                if k.is_multiple_of(2) {
+                    Color32::from_rgba_unmultiplied(255, 140, 0, 40)
+                } else {
+                    Color32::from_rgba_unmultiplied(0, 140, 255, 40)
+                }
+            } else {
+                let at = |a: usize, i: usize| sums[a].get(model(a, i)).copied().unwrap_or(0.0);
+                let v = at(c, col) * at(r, vr) * wz / max.max(f32::MIN_POSITIVE);
+                Color32::from_rgba_unmultiplied(
+                    255,
+                    (255.0 * v) as u8,
+                    0,
+                    (90.0 * (1.0 - v) + 20.0) as u8,
+                )
+            };
+            let cell = Rect::from_min_size(
+                image.min + egui::vec2(col as f32 * sx, row as f32 * sy),
+                egui::vec2(step_c as f32 * sx, step_r as f32 * sy),
+            );
+            painter.rect_filled(cell, 0.0, color);
+        }
+    }
+}
+
+fn axis_weight_sum(plan: &TilePlan, axis: usize) -> Vec<f32> {
+    let mut sum = vec![0.0f32; plan.padded_size[axis]];
+    let mut spans: Vec<(usize, usize)> = plan
+        .windows
+        .iter()
+        .map(|w| (w.min[axis], w.max[axis]))
+        .collect();
+    spans.sort_unstable();
+    spans.dedup();
+    for (lo, hi) in spans {
+        for (i, w) in weight_profile(plan.spec.blend, hi - lo)
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(s) = sum.get_mut(lo + i) {
+                *s += w;
+            }
+        }
+    }
+    sum
+}
+
+/// Which core (halo mode) holds model voxel `v` along `axis`.
+fn core_index(plan: &TilePlan, axis: usize, v: usize) -> usize {
+    let mut cores: Vec<(usize, usize)> = plan
+        .windows
+        .iter()
+        .map(|w| (w.core_min[axis], w.core_max[axis]))
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    cores
+        .iter()
+        .position(|(lo, hi)| v >= *lo && v < *hi)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn png_export_round_trips() {
+        let dir = tempfile::tempdir().unwrap(); // ok: test code
+        let path = dir.path().join("layout.png");
+        let mut image = egui::ColorImage::filled([3, 2], Color32::from_rgb(10, 20, 30));
+        image.pixels[4] = Color32::from_rgb(200, 100, 50);
+        write_png(&image, &path).unwrap(); // ok: test code
+        let back = image::load_from_memory(&std::fs::read(&path).unwrap()) // ok: test code
+            .unwrap() // ok: test code
+            .to_rgba8();
+        assert_eq!(back.dimensions(), (3, 2));
+        assert_eq!(back.get_pixel(1, 1).0, [200, 100, 50, 255]);
+        assert_eq!(back.get_pixel(0, 0).0, [10, 20, 30, 255]);
+    }
+}

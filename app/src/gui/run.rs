@@ -1,0 +1,584 @@
+//! The run panel: settings, the plan before running (or the core's refusal), the pipeline on a
+//! `tessera-detect` thread with live progress, a memory gauge and cancel; finished runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, TryRecvError, channel};
+use std::time::Instant;
+
+use egui::Ui;
+use tessera_core::infer::arena::CpuAllocator;
+use tessera_core::infer::{CancelToken, Device, MemorySample};
+use tessera_core::model::{Model, Precision, shipped_models_dir};
+use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event};
+use tessera_core::plan::{
+    BlendMode, ModelGrid, PlanError, TilePlan, TileSpec, Window, choose_patch, format_bytes,
+};
+use tessera_core::report::DetectionReport;
+use tessera_core::resample::resampled_size;
+use tessera_core::volume::format_size;
+use tessera_core::{Geometry, Volume};
+
+use super::{Message, Review, Study};
+
+/// A finished run, kept for review and comparison.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// e.g. "#2 320x320x128 halo".
+    pub label: String,
+    pub report: DetectionReport,
+    pub plan: TilePlan,
+    /// Grid the model ran on (after resampling), to map windows back onto the study.
+    pub model_geometry: Geometry,
+}
+
+/// What a finished job ended with.
+#[derive(Debug)]
+pub enum Outcome {
+    Finished(Box<RunRecord>),
+    Cancelled,
+    Failed(String),
+}
+
+enum Msg {
+    Event(Event),
+    Done(Result<Box<RunRecord>, String>),
+}
+
+/// Live state of a run in flight.
+#[derive(Debug)]
+pub struct RunJob {
+    rx: Receiver<Msg>,
+    cancel: CancelToken,
+    started: Instant,
+    pub plan: Option<TilePlan>,
+    pub model_geometry: Option<Geometry>,
+    pub current: Option<Window>,
+    pub finished: Vec<Window>,
+    pub window_seconds: Vec<f64>,
+    pub memory: Option<MemorySample>,
+    pub peak_bytes: u64,
+    pub cancel_requested: bool,
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Msg")
+    }
+}
+
+/// The settings a user edits, and the runs so far.
+#[derive(Debug)]
+pub struct RunPanel {
+    pub models: Vec<PathBuf>,
+    pub model_index: usize,
+    model: Option<Result<Arc<Model>, String>>,
+    pub patch: [usize; 3],
+    pub overlap: f64,
+    pub blend: BlendMode,
+    pub device: Device,
+    pub threads: usize,
+    pub budget_gib: Option<f64>,
+    pub allow_single_pass: bool,
+    ort_lib: Option<PathBuf>,
+    pub job: Option<RunJob>,
+    pub runs: Vec<RunRecord>,
+    /// The study's size on the model's grid, for the plan preview.
+    model_size: Option<[usize; 3]>,
+    volume: Option<Arc<Volume>>,
+}
+
+impl RunPanel {
+    pub fn new(ort_lib: Option<PathBuf>) -> Self {
+        let mut models: Vec<PathBuf> = std::fs::read_dir(shipped_models_dir())
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.join("model.json").is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        models.sort();
+        let default = crate::cmd::detect::default_model_dir().ok();
+        let model_index = default
+            .and_then(|d| {
+                let d = d.canonicalize().unwrap_or(d);
+                models
+                    .iter()
+                    .position(|m| m.canonicalize().is_ok_and(|m| m == d))
+            })
+            .unwrap_or(0);
+        let mut panel = Self {
+            models,
+            model_index,
+            model: None,
+            patch: [64, 64, 32],
+            overlap: 0.25,
+            blend: BlendMode::Halo,
+            device: Device::Cpu,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            budget_gib: None,
+            allow_single_pass: false,
+            ort_lib,
+            job: None,
+            runs: Vec::new(),
+            model_size: None,
+            volume: None,
+        };
+        panel.select_model(model_index);
+        panel
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Loads the model at `index` (its card and hash checked) and takes its recommended patch.
+    pub fn select_model(&mut self, index: usize) {
+        self.model_index = index;
+        self.model = self
+            .models
+            .get(index)
+            .map(|dir| Model::load(dir).map(Arc::new).map_err(|e| e.to_string()));
+        if let Some(Ok(model)) = &self.model {
+            self.patch = model.card.recommended_patch;
+        }
+        self.update_model_size();
+    }
+
+    pub fn study_changed(&mut self, study: &Study) {
+        self.volume = Some(study.volume.clone());
+        self.update_model_size();
+    }
+
+    fn update_model_size(&mut self) {
+        self.model_size = match (&self.model, &self.volume) {
+            (Some(Ok(model)), Some(volume)) => Some(match model.card.target_spacing_mm {
+                Some(spacing) => resampled_size(&volume.geometry, spacing),
+                None => volume.geometry.size,
+            }),
+            _ => None,
+        };
+    }
+
+    pub fn config(&self) -> DetectConfig {
+        DetectConfig {
+            tile: TileSpec {
+                patch: self.patch,
+                overlap: self.overlap,
+                blend: self.blend,
+                allow_single_pass: self.allow_single_pass,
+                memory_budget_bytes: self.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64),
+            },
+            device: self.device,
+            threads: self.threads,
+            allocator: CpuAllocator::default(),
+            score_threshold: None,
+            nms_iou: DEFAULT_NMS_IOU,
+            ort_lib: self.ort_lib.clone(),
+            precision: Precision::Fp32,
+            memory_model: None,
+        }
+    }
+
+    /// The plan the core would run, or its refusal; `None` without a study or model.
+    pub fn plan(&self) -> Option<Result<TilePlan, PlanError>> {
+        let Some(Ok(model)) = &self.model else {
+            return None;
+        };
+        Some(pipeline::plan_for(self.model_size?, model, &self.config()))
+    }
+
+    /// Starts the pipeline on the `tessera-detect` thread. Refused plans never start.
+    pub fn start(&mut self, ctx: &egui::Context) -> Result<(), String> {
+        if self.job.is_some() {
+            return Err("a run is already in progress".into());
+        }
+        let model = match &self.model {
+            Some(Ok(m)) => m.clone(),
+            Some(Err(e)) => return Err(e.clone()),
+            None => return Err("no model selected".into()),
+        };
+        let volume = self.volume.clone().ok_or("no study is open")?;
+        if let Some(Err(e)) = self.plan() {
+            return Err(format!("plan refused: {e}"));
+        }
+        let config = self.config();
+        let label = format!(
+            "#{} {} {} {}",
+            self.runs.len() + 1,
+            model.card.name,
+            format_size(self.patch),
+            self.blend
+        );
+        let cancel = CancelToken::new();
+        let worker_cancel = cancel.clone();
+        let (tx, rx) = channel();
+        let ctx = ctx.clone();
+        std::thread::Builder::new()
+            .name("tessera-detect".into())
+            .spawn(move || {
+                let events = tx.clone();
+                let result = pipeline::detect(&volume, &model, &config, &worker_cancel, &mut |e| {
+                    // The window may have closed: nobody to tell.
+                    let _ = events.send(Msg::Event(e.clone()));
+                    ctx.request_repaint();
+                });
+                let done = result
+                    .map(|r| {
+                        Box::new(RunRecord {
+                            label,
+                            report: DetectionReport::from_result(&r),
+                            plan: r.plan.clone(),
+                            model_geometry: r.model_geometry.clone(),
+                        })
+                    })
+                    .map_err(|e| e.to_string());
+                let _ = tx.send(Msg::Done(done));
+                ctx.request_repaint();
+            })
+            .map_err(|e| format!("cannot start the detection thread: {e}"))?;
+        self.job = Some(RunJob {
+            rx,
+            cancel,
+            started: Instant::now(),
+            plan: None,
+            model_geometry: None,
+            current: None,
+            finished: Vec::new(),
+            window_seconds: Vec::new(),
+            memory: None,
+            peak_bytes: 0,
+            cancel_requested: false,
+        });
+        Ok(())
+    }
+
+    pub fn cancel(&mut self) {
+        if let Some(job) = &mut self.job {
+            job.cancel.cancel();
+            job.cancel_requested = true;
+        }
+    }
+
+    /// Applies the worker's events; returns the outcome once the run has ended.
+    pub fn poll(&mut self) -> Option<Outcome> {
+        let job = self.job.as_mut()?;
+        let spacing = match &self.model {
+            Some(Ok(m)) => m.card.target_spacing_mm,
+            _ => None,
+        };
+        let model_geometry = self
+            .volume
+            .as_ref()
+            .zip(self.model_size)
+            .map(|(v, size)| model_grid(&v.geometry, spacing, size));
+        loop {
+            match job.rx.try_recv() {
+                Ok(Msg::Event(e)) => match e {
+                    Event::PlanReady(plan) => {
+                        job.plan = Some(plan);
+                        job.model_geometry.clone_from(&model_geometry);
+                    }
+                    Event::WindowStarted { window, .. } => job.current = Some(window),
+                    Event::WindowFinished {
+                        window,
+                        elapsed_s,
+                        memory,
+                        ..
+                    } => {
+                        job.finished.push(window);
+                        job.window_seconds.push(elapsed_s);
+                        job.peak_bytes = job.peak_bytes.max(memory.peak_bytes);
+                        job.memory = Some(memory);
+                        job.current = None;
+                    }
+                    Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => {}
+                },
+                Ok(Msg::Done(result)) => {
+                    self.job = None;
+                    return Some(match result {
+                        Ok(record) => {
+                            self.runs.push((*record).clone());
+                            Outcome::Finished(record)
+                        }
+                        Err(e) if e == "cancelled" => Outcome::Cancelled,
+                        Err(e) => Outcome::Failed(format!("run failed: {e}")),
+                    });
+                }
+                Err(TryRecvError::Empty) => return None,
+                Err(TryRecvError::Disconnected) => {
+                    self.job = None;
+                    return Some(Outcome::Failed(
+                        "the detection thread stopped unexpectedly".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The panel; returns messages for the user.
+    pub fn ui(&mut self, ui: &mut Ui, study: Option<&Study>) -> Vec<Message> {
+        let mut messages = Vec::new();
+        ui.heading("Detector");
+        let running = self.job.is_some();
+        ui.add_enabled_ui(!running, |ui| self.settings_ui(ui));
+        let plan = self.plan();
+        match &plan {
+            Some(Ok(p)) => {
+                ui.label(format!(
+                    "Plan: {} window(s) ({}), recompute ×{:.2}, predicted peak {}",
+                    p.windows.len(),
+                    p.windows_per_axis.map(|n| n.to_string()).join("×"),
+                    p.recompute_factor(),
+                    p.predicted_peak_bytes
+                        .map_or("unknown (no memory model)".into(), format_bytes)
+                ));
+            }
+            Some(Err(e)) => {
+                ui.colored_label(ui.visuals().error_fg_color, format!("Plan refused: {e}"));
+            }
+            None => {
+                if let Some(Err(e)) = &self.model {
+                    ui.colored_label(ui.visuals().error_fg_color, e);
+                } else {
+                    ui.weak("Open a study to see the plan.");
+                }
+            }
+        }
+        ui.horizontal(|ui| {
+            let can_run = !running && study.is_some() && matches!(plan, Some(Ok(_)));
+            if ui.add_enabled(can_run, egui::Button::new("Run")).clicked()
+                && let Err(e) = self.start(ui.ctx())
+            {
+                messages.push(Message {
+                    error: true,
+                    text: e,
+                });
+            }
+            if ui
+                .add_enabled(running, egui::Button::new("Cancel"))
+                .clicked()
+            {
+                self.cancel();
+            }
+        });
+        if let Some(job) = &self.job {
+            progress_ui(ui, job, self.budget_gib, &self.device);
+        }
+        messages
+    }
+
+    fn settings_ui(&mut self, ui: &mut Ui) {
+        let names: Vec<String> = self
+            .models
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            })
+            .collect();
+        let mut index = self.model_index;
+        egui::ComboBox::from_label("model")
+            .selected_text(names.get(index).cloned().unwrap_or_default())
+            .show_ui(ui, |ui| {
+                for (i, n) in names.iter().enumerate() {
+                    ui.selectable_value(&mut index, i, n);
+                }
+            });
+        if index != self.model_index {
+            self.select_model(index);
+        }
+        ui.horizontal(|ui| {
+            let stride = match &self.model {
+                Some(Ok(m)) => m.card.stride,
+                _ => 1,
+            };
+            for (axis, v) in ["x", "y", "z"].iter().zip(self.patch.iter_mut()) {
+                ui.add(
+                    egui::DragValue::new(v)
+                        .range(stride..=2048)
+                        .speed(stride as f64)
+                        .prefix(format!("{axis} ")),
+                );
+            }
+            ui.label("patch (model voxels)");
+        });
+        ui.horizontal(|ui| {
+            egui::ComboBox::from_label("blend")
+                .selected_text(self.blend.to_string())
+                .show_ui(ui, |ui| {
+                    for b in [BlendMode::Halo, BlendMode::Gaussian, BlendMode::Constant] {
+                        ui.selectable_value(&mut self.blend, b, b.to_string());
+                    }
+                });
+            ui.add_enabled(
+                self.blend != BlendMode::Halo,
+                egui::Slider::new(&mut self.overlap, 0.0..=0.75).text("overlap"),
+            );
+        });
+        egui::ComboBox::from_label("device")
+            .selected_text(self.device.to_string())
+            .show_ui(ui, |ui| {
+                for d in [Device::Cpu, Device::Cuda(0), Device::TensorRt(0)] {
+                    ui.selectable_value(&mut self.device, d, d.to_string());
+                }
+            });
+        ui.horizontal(|ui| {
+            let mut on = self.budget_gib.is_some();
+            ui.checkbox(&mut on, "memory budget");
+            if on {
+                let mut gib = self.budget_gib.unwrap_or(16.0);
+                ui.add(
+                    egui::DragValue::new(&mut gib)
+                        .range(0.1..=1024.0)
+                        .suffix(" GiB"),
+                );
+                self.budget_gib = Some(gib);
+                if ui
+                    .button("Choose patch")
+                    .on_hover_text("The best patch that fits, full axial context first")
+                    .clicked()
+                {
+                    self.choose_for_budget();
+                }
+            } else {
+                self.budget_gib = None;
+            }
+        });
+        ui.checkbox(&mut self.allow_single_pass, "Allow one window (not tiling)");
+    }
+
+    fn choose_for_budget(&mut self) {
+        let (Some(Ok(model)), Some(size), Some(gib)) =
+            (&self.model, self.model_size, self.budget_gib)
+        else {
+            return;
+        };
+        let Some(memory) = pipeline::card_memory_model(model, self.device) else {
+            return;
+        };
+        let grid = ModelGrid {
+            stride: model.card.stride,
+            receptive_radius: model.card.receptive_radius(),
+        };
+        if let Ok(patch) = choose_patch(size, grid, &memory, (gib * (1u64 << 30) as f64) as u64) {
+            self.patch = patch;
+        }
+    }
+}
+
+/// The grid the model runs on: the study's, resampled to `spacing_mm` when the card has one
+/// (same first voxel centre and directions, as `tessera_core::resample` makes it).
+fn model_grid(geometry: &Geometry, spacing_mm: Option<[f64; 3]>, size: [usize; 3]) -> Geometry {
+    let mut g = geometry.clone();
+    g.size = size;
+    if let Some(spacing_mm) = spacing_mm {
+        g.spacing_mm = spacing_mm;
+    }
+    g
+}
+
+fn progress_ui(ui: &mut Ui, job: &RunJob, budget_gib: Option<f64>, device: &Device) {
+    let total = job.plan.as_ref().map_or(0, |p| p.windows.len());
+    let done = job.finished.len();
+    let elapsed = job.started.elapsed().as_secs_f64();
+    let remaining = if done > 0 {
+        let mean = job.window_seconds.iter().sum::<f64>() / done as f64;
+        format!("{:.0} s left", mean * (total - done) as f64)
+    } else {
+        "estimating".into()
+    };
+    let fraction = if total > 0 {
+        done as f32 / total as f32
+    } else {
+        0.0
+    };
+    ui.add(egui::ProgressBar::new(fraction).text(format!(
+        "window {} of {total}, {elapsed:.1} s, {remaining}",
+        (done + 1).min(total.max(1))
+    )));
+    if job.cancel_requested {
+        ui.label("Cancelling after the current window…");
+    }
+    let current = job.memory.map_or(0, |m| m.current_bytes);
+    let budget = budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64);
+    let scale = budget
+        .unwrap_or(job.peak_bytes.max(1))
+        .max(job.peak_bytes)
+        .max(1);
+    let source = job
+        .memory
+        .map_or("waiting for the first window".to_string(), |m| {
+            format!("{:?}", m.source)
+        });
+    ui.label(format!("Memory on {device} ({source})"));
+    ui.add(
+        egui::ProgressBar::new(current as f32 / scale as f32).text(format!(
+            "current {}, peak {}{}",
+            format_bytes(current),
+            format_bytes(job.peak_bytes),
+            budget.map_or(String::new(), |b| format!(", budget {}", format_bytes(b)))
+        )),
+    );
+}
+
+/// What the views draw on top of the slices: the live run's windows and the reviewed run.
+#[derive(Debug, Default)]
+pub struct Overlay<'a> {
+    /// Windows in study voxels `[min, max)`, with their state.
+    pub windows: Vec<([f64; 3], [f64; 3], WindowState)>,
+    pub plan: Option<(&'a TilePlan, &'a Geometry)>,
+    pub review: Option<&'a Review>,
+    pub record: Option<&'a RunRecord>,
+    pub previous: Option<&'a RunRecord>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowState {
+    Current,
+    Finished,
+}
+
+impl<'a> Overlay<'a> {
+    pub fn new(panel: &'a RunPanel, review: &'a Review) -> Self {
+        let mut overlay = Self {
+            review: Some(review),
+            record: panel.runs.last(),
+            previous: panel
+                .runs
+                .len()
+                .checked_sub(2)
+                .and_then(|i| panel.runs.get(i)),
+            ..Self::default()
+        };
+        if let Some(job) = &panel.job
+            && let (Some(plan), Some(grid)) = (&job.plan, &job.model_geometry)
+        {
+            overlay.plan = Some((plan, grid));
+            let study = panel.volume.as_ref().map(|v| &v.geometry);
+            if let Some(study) = study {
+                for w in &job.finished {
+                    let (lo, hi) = window_in_study(w, grid, study);
+                    overlay.windows.push((lo, hi, WindowState::Finished));
+                }
+                if let Some(w) = &job.current {
+                    let (lo, hi) = window_in_study(w, grid, study);
+                    overlay.windows.push((lo, hi, WindowState::Current));
+                }
+            }
+        } else if let Some(r) = overlay.record {
+            overlay.plan = Some((&r.plan, &r.model_geometry));
+        }
+        overlay
+    }
+}
+
+/// A window's core (halo mode) or extent, in study voxel coordinates `[min, max)`.
+pub fn window_in_study(w: &Window, grid: &Geometry, study: &Geometry) -> ([f64; 3], [f64; 3]) {
+    let ratio: [f64; 3] = std::array::from_fn(|a| grid.spacing_mm[a] / study.spacing_mm[a]);
+    let lo = std::array::from_fn(|a| (w.min[a] as f64 - 0.5) * ratio[a] + 0.5);
+    let hi = std::array::from_fn(|a| (w.max[a] as f64 - 0.5) * ratio[a] + 0.5);
+    (lo, hi)
+}

@@ -1,0 +1,564 @@
+//! The three MPR views: slice textures with physical aspect, crosshair, boxes, seams, live
+//! windows, orientation letters, corner text, HU under the pointer and a scale bar.
+//!
+//! Mouse: click sets the crosshair (shift-drag drags it), left-drag window/level, middle-drag
+//! pan, right-drag zoom, wheel or arrow keys scroll, double-click maximises a view.
+
+use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, pos2, vec2};
+use tessera_core::plan::BlendMode;
+use tessera_core::view::{Plane, WindowLevel, box_on_slice, orientation_letters, slice_image};
+
+use super::colors;
+use super::run::{Overlay, WindowState};
+use super::study::{PLANES, Study, TextureKey};
+
+/// The 2x2 layout (axial, coronal / sagittal, study card), or one maximised view.
+pub fn layout_ui(ui: &mut Ui, study: &mut Study, overlay: &Overlay<'_>) {
+    let full = ui.available_rect_before_wrap();
+    ui.allocate_rect(full, Sense::hover());
+    if let Some(plane) = study.maximised {
+        view_ui(ui, study, plane, full, overlay);
+        return;
+    }
+    let half = full.size() / 2.0;
+    let cell = |col: f32, row: f32| {
+        Rect::from_min_size(full.min + vec2(col * half.x, row * half.y), half).shrink(2.0)
+    };
+    view_ui(ui, study, Plane::Axial, cell(0.0, 0.0), overlay);
+    view_ui(ui, study, Plane::Coronal, cell(1.0, 0.0), overlay);
+    view_ui(ui, study, Plane::Sagittal, cell(0.0, 1.0), overlay);
+    card_ui(ui, study, cell(1.0, 1.0));
+}
+
+/// Maps continuous study voxel coordinates (voxel `j` spans `[j, j + 1)`) to the screen.
+#[derive(Debug, Clone, Copy)]
+struct Mapping {
+    plane: Plane,
+    image: Rect,
+    size: [usize; 3],
+}
+
+impl Mapping {
+    fn axes(&self) -> (usize, usize) {
+        self.plane.image_axes()
+    }
+
+    fn pixels(&self) -> (f32, f32) {
+        let (c, r) = self.axes();
+        (self.size[c] as f32, self.size[r] as f32)
+    }
+
+    /// In-plane coordinates to the screen.
+    fn screen(&self, column: f64, row_voxel: f64) -> Pos2 {
+        let (w, h) = self.pixels();
+        let (_, r) = self.axes();
+        let row = if self.plane == Plane::Axial {
+            row_voxel
+        } else {
+            self.size[r] as f64 - row_voxel
+        };
+        pos2(
+            self.image.min.x + column as f32 * self.image.width() / w,
+            self.image.min.y + row as f32 * self.image.height() / h,
+        )
+    }
+
+    /// A screen point to in-plane voxel coordinates (continuous).
+    fn voxel(&self, p: Pos2) -> (f64, f64) {
+        let (w, h) = self.pixels();
+        let (_, r) = self.axes();
+        let column = f64::from((p.x - self.image.min.x) / self.image.width() * w);
+        let row = f64::from((p.y - self.image.min.y) / self.image.height() * h);
+        let row_voxel = if self.plane == Plane::Axial {
+            row
+        } else {
+            self.size[r] as f64 - row
+        };
+        (column, row_voxel)
+    }
+
+    fn rect(&self, min: [f64; 3], max: [f64; 3]) -> Rect {
+        let (c, r) = self.axes();
+        Rect::from_two_pos(
+            self.screen(min[c], min[r]),
+            self.screen(max[c], max[r]),
+        )
+    }
+}
+
+fn view_ui(ui: &mut Ui, study: &mut Study, plane: Plane, rect: Rect, overlay: &Overlay<'_>) {
+    let id = ui.scope_id().with(("view", plane as u8));
+    let response = ui.interact(rect, id, Sense::click_and_drag());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 0.0, Color32::BLACK);
+    let k = plane_index(plane);
+    let geometry = study.volume.geometry.clone();
+    let size = geometry.size;
+    let index = study.cursor[plane.normal_axis()];
+    let Some(texture) = texture(ui, study, plane, index) else {
+        return;
+    };
+    let (c, r) = plane.image_axes();
+    let extent_mm = vec2(
+        (size[c] as f64 * geometry.spacing_mm[c]) as f32,
+        (size[r] as f64 * geometry.spacing_mm[r]) as f32,
+    );
+    let view = study.views[k];
+    let fit = (rect.width() / extent_mm.x).min(rect.height() / extent_mm.y);
+    let scale = fit * view.zoom;
+    let image = Rect::from_center_size(rect.center() + view.pan, extent_mm * scale);
+    let uv = Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0));
+    painter.image(texture, image, uv, Color32::WHITE);
+    let map = Mapping { plane, image, size };
+
+    interact(ui, study, plane, &response, &map);
+    draw_overlay(&painter, study, &map, overlay, index);
+    draw_crosshair(&painter, study, &map);
+    draw_text(&painter, study, plane, rect, &map, &response, scale);
+}
+
+fn plane_index(plane: Plane) -> usize {
+    PLANES.iter().position(|p| *p == plane).unwrap_or(0)
+}
+
+/// The slice texture, rebuilt only when the slice or the window changes.
+fn texture(ui: &Ui, study: &mut Study, plane: Plane, index: usize) -> Option<egui::TextureId> {
+    let k = plane_index(plane);
+    let key = TextureKey {
+        index,
+        window: study.window,
+    };
+    if let Some((cached, handle)) = &study.textures[k]
+        && *cached == key
+    {
+        return Some(handle.id());
+    }
+    let image = slice_image(
+        &study.volume.voxels,
+        &study.volume.geometry,
+        plane,
+        index,
+        study.window,
+    )?;
+    let color = egui::ColorImage::from_gray([image.width, image.height], &image.pixels);
+    let options = egui::TextureOptions::LINEAR;
+    let handle = match study.textures[k].take() {
+        Some((_, mut handle)) => {
+            handle.set(color, options);
+            handle
+        }
+        None => ui
+            .ctx()
+            .load_texture(format!("slice-{plane:?}"), color, options),
+    };
+    let id = handle.id();
+    study.textures[k] = Some((key, handle));
+    Some(id)
+}
+
+fn interact(ui: &Ui, study: &mut Study, plane: Plane, response: &egui::Response, map: &Mapping) {
+    let k = plane_index(plane);
+    let (c, r) = plane.image_axes();
+    let set_cursor = |study: &mut Study, p: Pos2| {
+        let (column, row) = map.voxel(p);
+        let mut voxel = study.cursor.map(|v| v as f64);
+        voxel[c] = column - 0.5;
+        voxel[r] = row - 0.5;
+        study.set_cursor(voxel);
+    };
+    if response.double_clicked() {
+        study.maximised = if study.maximised == Some(plane) {
+            None
+        } else {
+            Some(plane)
+        };
+    } else if response.clicked()
+        && let Some(p) = response.interact_pointer_pos()
+    {
+        set_cursor(study, p);
+    }
+    let shift = ui.input(|i| i.modifiers.shift);
+    let delta = response.drag_delta();
+    if response.dragged_by(egui::PointerButton::Primary) {
+        if shift {
+            if let Some(p) = response.interact_pointer_pos() {
+                set_cursor(study, p);
+            }
+        } else {
+            // Right widens the window, down lowers the level (OHIF's convention).
+            let w = &mut study.window;
+            *w = WindowLevel {
+                center_hu: w.center_hu - delta.y * 2.0,
+                width_hu: (w.width_hu + delta.x * 4.0).max(1.0),
+            };
+        }
+    }
+    if response.dragged_by(egui::PointerButton::Middle) {
+        study.views[k].pan += delta;
+    }
+    if response.dragged_by(egui::PointerButton::Secondary) {
+        let v = &mut study.views[k];
+        v.zoom = (v.zoom * (1.0 - delta.y * 0.01)).clamp(0.2, 20.0);
+    }
+    if response.hovered() {
+        let (scroll, up, down, page_up, page_down) = ui.input(|i| {
+            (
+                i.smooth_scroll_delta.y,
+                i.key_pressed(egui::Key::ArrowUp),
+                i.key_pressed(egui::Key::ArrowDown),
+                i.key_pressed(egui::Key::PageUp),
+                i.key_pressed(egui::Key::PageDown),
+            )
+        });
+        let mut step = 0i64;
+        if scroll.abs() >= 1.0 {
+            step += if scroll > 0.0 { 1 } else { -1 };
+        }
+        step += i64::from(up) - i64::from(down) + 10 * (i64::from(page_up) - i64::from(page_down));
+        if step != 0 {
+            study.scroll(plane, step);
+        }
+    }
+}
+
+fn draw_crosshair(painter: &egui::Painter, study: &Study, map: &Mapping) {
+    let (c, r) = map.axes();
+    let centre = study.cursor.map(|v| v as f64 + 0.5);
+    let p = map.screen(centre[c], centre[r]);
+    let stroke = Stroke::new(1.0, colors::CROSSHAIR);
+    painter.line_segment(
+        [pos2(map.image.min.x, p.y), pos2(map.image.max.x, p.y)],
+        stroke,
+    );
+    painter.line_segment(
+        [pos2(p.x, map.image.min.y), pos2(p.x, map.image.max.y)],
+        stroke,
+    );
+}
+
+fn draw_overlay(
+    painter: &egui::Painter,
+    study: &Study,
+    map: &Mapping,
+    overlay: &Overlay<'_>,
+    index: usize,
+) {
+    let n = map.plane.normal_axis();
+    let slice = index as f64 + 0.5;
+    let review = overlay.review;
+    let show_seams = review.is_some_and(|r| r.show_seams);
+    let show_weights = review.is_some_and(|r| r.show_weights);
+    if let Some((plan, grid)) = overlay.plan {
+        let study_geometry = &study.volume.geometry;
+        if show_weights {
+            super::review::draw_weights(
+                painter,
+                map.image,
+                map.plane,
+                index,
+                plan,
+                grid,
+                study_geometry,
+            );
+        }
+        if show_seams {
+            let ratio: [f64; 3] =
+                std::array::from_fn(|a| grid.spacing_mm[a] / study_geometry.spacing_mm[a]);
+            let (c, r) = map.axes();
+            let stroke = Stroke::new(1.0, colors::SEAM);
+            let size = map.size;
+            for s in plan.seams(c) {
+                let x = (s as f64 - 0.5) * ratio[c] + 0.5;
+                painter.line_segment(
+                    [map.screen(x, 0.0), map.screen(x, size[r] as f64)],
+                    stroke,
+                );
+            }
+            for s in plan.seams(r) {
+                let y = (s as f64 - 0.5) * ratio[r] + 0.5;
+                painter.line_segment(
+                    [map.screen(0.0, y), map.screen(size[c] as f64, y)],
+                    stroke,
+                );
+            }
+            if plan.spec.blend != BlendMode::Halo {
+                // Overlap bands: where consecutive windows along an in-plane axis share voxels.
+                for axis in [c, r] {
+                    for (lo, hi) in super::review::overlap_bands(plan, axis) {
+                        let lo = (lo as f64 - 0.5) * ratio[axis] + 0.5;
+                        let hi = (hi as f64 - 0.5) * ratio[axis] + 0.5;
+                        let mut min = [0.0; 3];
+                        let mut max = size.map(|v| v as f64);
+                        min[axis] = lo;
+                        max[axis] = hi;
+                        painter.rect_filled(
+                            map.rect(min, max),
+                            0.0,
+                            colors::SEAM.gamma_multiply(0.15),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for (lo, hi, state) in &overlay.windows {
+        if slice < lo[n] || slice >= hi[n] {
+            continue;
+        }
+        let rect = map.rect(*lo, *hi);
+        match state {
+            WindowState::Finished => {
+                painter.rect_filled(rect, 0.0, colors::FINISHED_WINDOW);
+            }
+            WindowState::Current => {
+                painter.rect_stroke(
+                    rect,
+                    0.0,
+                    Stroke::new(2.0, colors::CURRENT_WINDOW),
+                    StrokeKind::Inside,
+                );
+            }
+        }
+    }
+    let Some(record) = overlay.record else {
+        return;
+    };
+    let threshold = review.map_or(0.0, |r| r.threshold);
+    let selected = review.and_then(|r| r.selected);
+    for (i, d) in record.report.detections.iter().enumerate() {
+        if d.score < threshold {
+            continue;
+        }
+        let Some([x0, y0, x1, y1]) =
+            box_on_slice(d.box_voxel.min, d.box_voxel.max, map.size, map.plane, index)
+        else {
+            continue;
+        };
+        let rect = image_rect(map, [x0, y0, x1, y1]);
+        let (color, width) = if selected == Some(i) {
+            (colors::SELECTED, 2.5)
+        } else {
+            (colors::score(d.score), 1.5)
+        };
+        painter.rect_stroke(rect, 0.0, Stroke::new(width, color), StrokeKind::Outside);
+        painter.text(
+            rect.left_top() - vec2(0.0, 2.0),
+            Align2::LEFT_BOTTOM,
+            format!("{:.2}", d.score),
+            FontId::proportional(11.0),
+            color,
+        );
+    }
+    // Parity against the previous run: boxes it found that this run did not.
+    if let (Some(review), Some(previous)) = (review, overlay.previous)
+        && review.compare
+    {
+        for i in review.only_in_previous() {
+            let Some(d) = previous.report.detections.get(i) else {
+                continue;
+            };
+            if let Some(b) =
+                box_on_slice(d.box_voxel.min, d.box_voxel.max, map.size, map.plane, index)
+            {
+                let rect = image_rect(map, b);
+                painter.rect_stroke(
+                    rect,
+                    0.0,
+                    Stroke::new(1.5, colors::ONLY_IN_PREVIOUS),
+                    StrokeKind::Outside,
+                );
+            }
+        }
+    }
+}
+
+/// A `[column0, row0, column1, row1]` image rectangle (as `box_on_slice` gives) on screen.
+fn image_rect(map: &Mapping, [x0, y0, x1, y1]: [usize; 4]) -> Rect {
+    let (w, h) = map.pixels();
+    let sx = map.image.width() / w;
+    let sy = map.image.height() / h;
+    Rect::from_min_max(
+        map.image.min + vec2(x0 as f32 * sx, y0 as f32 * sy),
+        map.image.min + vec2(x1 as f32 * sx, y1 as f32 * sy),
+    )
+}
+
+fn draw_text(
+    painter: &egui::Painter,
+    study: &Study,
+    plane: Plane,
+    rect: Rect,
+    map: &Mapping,
+    response: &egui::Response,
+    scale_px_per_mm: f32,
+) {
+    let font = FontId::monospace(12.0);
+    let text = Color32::from_gray(220);
+    let g = &study.volume.geometry;
+    let info = &study.volume.info;
+    let margin = 6.0;
+    let [left, right, top, bottom] = orientation_letters(g, plane);
+    let letter = FontId::proportional(16.0);
+    let yellow = Color32::from_rgb(255, 210, 80);
+    painter.text(
+        pos2(rect.min.x + margin, rect.center().y),
+        Align2::LEFT_CENTER,
+        left,
+        letter.clone(),
+        yellow,
+    );
+    painter.text(
+        pos2(rect.max.x - margin, rect.center().y),
+        Align2::RIGHT_CENTER,
+        right,
+        letter.clone(),
+        yellow,
+    );
+    painter.text(
+        pos2(rect.center().x, rect.min.y + margin),
+        Align2::CENTER_TOP,
+        top,
+        letter.clone(),
+        yellow,
+    );
+    painter.text(
+        pos2(rect.center().x, rect.max.y - margin),
+        Align2::CENTER_BOTTOM,
+        bottom,
+        letter,
+        yellow,
+    );
+
+    let n = plane.normal_axis();
+    let index = study.cursor[n];
+    let mut centre = [0.0; 3];
+    centre[n] = index as f64;
+    let position_mm = g.world_from_voxel.apply(centre)[n];
+    let top_left = format!(
+        "{plane:?}\n{}\n{}\n{}",
+        non_empty(&info.patient_name, &info.patient_id),
+        non_empty(&info.study_description, &info.study_date),
+        non_empty(&info.series_description, &info.series_uid),
+    );
+    painter.text(
+        rect.min + vec2(margin, margin + 16.0),
+        Align2::LEFT_TOP,
+        top_left,
+        font.clone(),
+        text,
+    );
+    let bottom_left = format!("slice {} / {}\n{:.1} mm", index + 1, g.size[n], position_mm);
+    painter.text(
+        pos2(rect.min.x + margin, rect.max.y - margin - 18.0),
+        Align2::LEFT_BOTTOM,
+        bottom_left,
+        font.clone(),
+        text,
+    );
+    let bottom_right = format!(
+        "W {:.0} L {:.0}\nzoom {:.2}",
+        study.window.width_hu,
+        study.window.center_hu,
+        study.views[plane_index(plane)].zoom
+    );
+    painter.text(
+        pos2(rect.max.x - margin, rect.max.y - margin - 18.0),
+        Align2::RIGHT_BOTTOM,
+        bottom_right,
+        font.clone(),
+        text,
+    );
+    if let Some(p) = response.hover_pos() {
+        let (c, r) = plane.image_axes();
+        let (column, row) = map.voxel(p);
+        let mut voxel = study.cursor;
+        if column >= 0.0 && row >= 0.0 {
+            voxel[c] = column as usize;
+            voxel[r] = row as usize;
+            if let Some(hu) = study.volume.voxels.hu_at(voxel) {
+                let label = format!("{hu:.0} HU\n[{}, {}, {}]", voxel[0], voxel[1], voxel[2]);
+                painter.text(
+                    pos2(rect.max.x - margin, rect.min.y + margin + 16.0),
+                    Align2::RIGHT_TOP,
+                    label,
+                    font,
+                    text,
+                );
+            }
+        }
+    }
+    scale_bar(painter, rect, scale_px_per_mm);
+}
+
+fn non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {
+    if a.trim().is_empty() { b } else { a }
+}
+
+/// A bar of a round length (1, 2 or 5 x 10^k mm) about a fifth of the view wide.
+fn scale_bar(painter: &egui::Painter, rect: Rect, px_per_mm: f32) {
+    if px_per_mm <= 0.0 {
+        return;
+    }
+    let target_mm = rect.width() / 5.0 / px_per_mm;
+    let magnitude = 10f32.powf(target_mm.log10().floor());
+    let mm = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * magnitude)
+        .rfind(|m| *m <= target_mm)
+        .unwrap_or(magnitude);
+    let length = mm * px_per_mm;
+    // Bottom right, above the window/zoom text.
+    let y = rect.max.y - 52.0;
+    let x1 = rect.max.x - 8.0;
+    let stroke = Stroke::new(2.0, Color32::from_gray(230));
+    painter.line_segment([pos2(x1 - length, y), pos2(x1, y)], stroke);
+    painter.text(
+        pos2(x1 - length / 2.0, y - 3.0),
+        Align2::CENTER_BOTTOM,
+        format!("{mm} mm"),
+        FontId::monospace(11.0),
+        Color32::from_gray(230),
+    );
+}
+
+/// The fourth cell: what is open and how to drive the views.
+fn card_ui(ui: &mut Ui, study: &Study, rect: Rect) {
+    let v = &study.volume;
+    let g = &v.geometry;
+    let mut child = ui.new_child(egui::UiBuilder::new().max_rect(rect.shrink(8.0)));
+    child.heading("Study");
+    let name = study.source.file_name().map_or_else(
+        || study.source.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    child
+        .label(name)
+        .on_hover_text(study.source.display().to_string());
+    child.label(format!(
+        "{} voxels, {:.3} x {:.3} x {:.3} mm{}",
+        g.size_label(),
+        g.spacing_mm[0],
+        g.spacing_mm[1],
+        g.spacing_mm[2],
+        if g.tilt_deg().abs() > 0.01 {
+            format!(", gantry tilt {:.1}°", g.tilt_deg())
+        } else {
+            String::new()
+        }
+    ));
+    for w in &v.warnings {
+        child.colored_label(child.visuals().warn_fg_color, w);
+    }
+    child.separator();
+    child.weak(
+        "Click: crosshair (shift-drag to drag it) · left-drag: window/level · middle-drag: pan · right-drag: zoom · wheel/arrows: slice · double-click: maximise · R: reset",
+    );
+    child.weak(format!(
+        "Presets: 1 lung · 2 soft tissue · 3 bone · 4 brain · 5 the file's own{}",
+        if study.file_window().is_none() {
+            " (none here)"
+        } else {
+            ""
+        }
+    ));
+}

@@ -1,0 +1,330 @@
+//! Opening a study off the UI thread, the series picker, and the per-study view state.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, TryRecvError, channel};
+use std::time::Instant;
+
+use tessera_core::dicom::{self, ScanReport};
+use tessera_core::view::{Plane, WindowLevel};
+use tessera_core::{Volume, volume::format_size};
+
+use crate::cmd::info::{SeriesRow, row};
+
+/// What to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in demo study (written to the cache on first use).
+    Demo,
+    Path(PathBuf),
+}
+
+enum LoadMessage {
+    Stage(String),
+    Choose(PathBuf, Vec<SeriesRow>),
+    Loaded(PathBuf, Box<Volume>),
+    Failed(String),
+}
+
+/// A load in flight on the `tessera-load` thread.
+#[derive(Debug)]
+pub struct LoadJob {
+    rx: Receiver<LoadMessage>,
+    stage: String,
+    started: Instant,
+}
+
+impl std::fmt::Debug for LoadMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoadMessage")
+    }
+}
+
+/// What a poll found.
+#[derive(Debug)]
+pub enum LoadPoll {
+    Pending,
+    Choose(Picker),
+    Loaded(Box<Study>),
+    Failed(String),
+}
+
+impl LoadJob {
+    pub fn start(source: Source, series_uid: Option<String>, ctx: egui::Context) -> Self {
+        let (tx, rx) = channel();
+        let spawned = std::thread::Builder::new()
+            .name("tessera-load".into())
+            .spawn(move || {
+                let send = |m: LoadMessage| {
+                    let _ = tx.send(m); // the window may have closed
+                    ctx.request_repaint();
+                };
+                send(match load(source, series_uid.as_deref(), &send) {
+                    Ok(m) => m,
+                    Err(e) => LoadMessage::Failed(format!("{e:#}")),
+                });
+            });
+        let (tx_failed, rx_failed) = channel();
+        let rx = match spawned {
+            Ok(_) => rx,
+            Err(e) => {
+                let _ = tx_failed.send(LoadMessage::Failed(format!(
+                    "cannot start the loading thread: {e}"
+                )));
+                rx_failed
+            }
+        };
+        Self {
+            rx,
+            stage: "opening".into(),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn stage_text(&self) -> String {
+        format!(
+            "{} ({:.1} s)",
+            self.stage,
+            self.started.elapsed().as_secs_f64()
+        )
+    }
+
+    pub fn poll(&mut self) -> LoadPoll {
+        loop {
+            match self.rx.try_recv() {
+                Ok(LoadMessage::Stage(s)) => self.stage = s,
+                Ok(LoadMessage::Choose(root, rows)) => {
+                    return LoadPoll::Choose(Picker { root, rows });
+                }
+                Ok(LoadMessage::Loaded(path, volume)) => {
+                    return LoadPoll::Loaded(Box::new(Study::new(*volume, path)));
+                }
+                Ok(LoadMessage::Failed(e)) => return LoadPoll::Failed(e),
+                Err(TryRecvError::Empty) => return LoadPoll::Pending,
+                Err(TryRecvError::Disconnected) => {
+                    return LoadPoll::Failed("the loading thread stopped unexpectedly".into());
+                }
+            }
+        }
+    }
+}
+
+fn load(
+    source: Source,
+    series_uid: Option<&str>,
+    send: &dyn Fn(LoadMessage),
+) -> anyhow::Result<LoadMessage> {
+    let path = match source {
+        Source::Demo => {
+            send(LoadMessage::Stage("preparing the demo study".into()));
+            crate::cmd::phantom::demo_study_dir()?
+        }
+        Source::Path(p) => p,
+    };
+    send(LoadMessage::Stage(format!("scanning {}", path.display())));
+    let report = dicom::scan(&path)?;
+    let candidates: Vec<&dicom::SeriesFiles> = report.series.iter().collect();
+    let series = match (series_uid, candidates.len()) {
+        (_, 0) => anyhow::bail!(no_series(&path, &report)),
+        (Some(uid), _) => candidates
+            .into_iter()
+            .find(|s| s.first().info.series_uid == uid)
+            .ok_or_else(|| anyhow::anyhow!("series {uid} is not in {}", path.display()))?,
+        (None, 1) => candidates[0],
+        (None, _) => {
+            return Ok(LoadMessage::Choose(
+                path,
+                report.series.iter().map(row).collect(),
+            ));
+        }
+    };
+    send(LoadMessage::Stage(format!(
+        "decoding {} frame(s) of {}",
+        series.frame_count(),
+        path.display()
+    )));
+    let volume = dicom::load_series(series)?;
+    Ok(LoadMessage::Loaded(path, Box::new(volume)))
+}
+
+fn no_series(path: &std::path::Path, report: &ScanReport) -> String {
+    let mut text = format!(
+        "no DICOM image series in {} ({} file(s) looked at, {} skipped)",
+        path.display(),
+        report.files_seen,
+        report.skipped.len()
+    );
+    if let Some(first) = report.skipped.first() {
+        text.push_str(&format!(
+            "; e.g. {}: {}",
+            first.path.display(),
+            first.reason
+        ));
+    }
+    text
+}
+
+/// A folder with several series: the user chooses one.
+#[derive(Debug)]
+pub struct Picker {
+    pub root: PathBuf,
+    pub rows: Vec<SeriesRow>,
+}
+
+impl Picker {
+    /// The chosen series UID, once the user clicks one.
+    pub fn ui(&mut self, ui: &mut egui::Ui) -> Option<String> {
+        let mut chosen = None;
+        ui.heading(format!(
+            "{} holds {} series: choose one",
+            self.root.display(),
+            self.rows.len()
+        ));
+        egui::Grid::new("series_picker")
+            .striped(true)
+            .num_columns(5)
+            .show(ui, |ui| {
+                for h in ["", "Description", "Size", "Frames", "Warnings"] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for r in &self.rows {
+                    let openable = r.error.is_none();
+                    if ui
+                        .add_enabled(openable, egui::Button::new("Open"))
+                        .clicked()
+                    {
+                        chosen = Some(r.series_uid.clone());
+                    }
+                    let description = if r.description.is_empty() {
+                        "(no description)"
+                    } else {
+                        &r.description
+                    };
+                    let scout = if r.localizer { " [scout]" } else { "" };
+                    ui.label(format!("{} {description}{scout}", r.modality));
+                    ui.label(format_size(r.size));
+                    ui.label(r.frames.to_string());
+                    let notes: Vec<String> =
+                        r.error.iter().chain(r.warnings.iter()).cloned().collect();
+                    ui.label(notes.join("; "));
+                    ui.end_row();
+                }
+            });
+        chosen
+    }
+}
+
+/// Zoom and pan of one view (zoom 1: the slice fits the view).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewTransform {
+    pub zoom: f32,
+    pub pan: egui::Vec2,
+}
+
+impl Default for ViewTransform {
+    fn default() -> Self {
+        Self {
+            zoom: 1.0,
+            pan: egui::Vec2::ZERO,
+        }
+    }
+}
+
+/// The presets on keys 1-5: lung, soft tissue, bone, brain, the file's own.
+pub const PRESET_NAMES: [&str; 5] = ["lung", "soft tissue", "bone", "brain", "file"];
+
+/// An open study and how it is being looked at.
+pub struct Study {
+    pub volume: Arc<Volume>,
+    pub source: PathBuf,
+    /// The crosshair, voxel `[x, y, z]`.
+    pub cursor: [usize; 3],
+    pub window: WindowLevel,
+    pub views: [ViewTransform; 3],
+    pub maximised: Option<Plane>,
+    pub(super) textures: [Option<(TextureKey, egui::TextureHandle)>; 3],
+}
+
+impl std::fmt::Debug for Study {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Study")
+            .field("source", &self.source)
+            .field("size", &self.volume.geometry.size)
+            .field("cursor", &self.cursor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a cached slice texture shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct TextureKey {
+    pub index: usize,
+    pub window: WindowLevel,
+}
+
+pub const PLANES: [Plane; 3] = [Plane::Axial, Plane::Coronal, Plane::Sagittal];
+
+impl Study {
+    pub fn new(volume: Volume, source: PathBuf) -> Self {
+        let cursor = volume.geometry.size.map(|n| n / 2);
+        let mut study = Self {
+            volume: Arc::new(volume),
+            source,
+            cursor,
+            window: WindowLevel::LUNG,
+            views: [ViewTransform::default(); 3],
+            maximised: None,
+            textures: [None, None, None],
+        };
+        study.window = study.file_window().unwrap_or(WindowLevel::LUNG);
+        study
+    }
+
+    /// The window the file suggests (its first WindowCenter/Width), if any.
+    pub fn file_window(&self) -> Option<WindowLevel> {
+        self.volume
+            .info
+            .window_hu
+            .map(|(center, width)| WindowLevel {
+                center_hu: center as f32,
+                width_hu: width as f32,
+            })
+    }
+
+    pub fn apply_preset(&mut self, i: usize) {
+        let preset = match i {
+            0 => Some(WindowLevel::LUNG),
+            1 => Some(WindowLevel::SOFT_TISSUE),
+            2 => Some(WindowLevel::BONE),
+            3 => Some(WindowLevel::BRAIN),
+            _ => self.file_window(),
+        };
+        if let Some(w) = preset {
+            self.window = w;
+        }
+    }
+
+    pub fn reset_views(&mut self) {
+        self.views = [ViewTransform::default(); 3];
+        self.maximised = None;
+        self.window = self.file_window().unwrap_or(WindowLevel::LUNG);
+    }
+
+    /// Moves the slice shown in `plane` by `delta`, within the volume.
+    pub fn scroll(&mut self, plane: Plane, delta: i64) {
+        let axis = plane.normal_axis();
+        let n = self.volume.geometry.size[axis] as i64;
+        if n > 0 {
+            self.cursor[axis] = (self.cursor[axis] as i64 + delta).clamp(0, n - 1) as usize;
+        }
+    }
+
+    /// Sets the crosshair to the voxel nearest `voxel` (fractional `[x, y, z]`).
+    pub fn set_cursor(&mut self, voxel: [f64; 3]) {
+        let size = self.volume.geometry.size;
+        self.cursor = std::array::from_fn(|a| {
+            (voxel[a].round().max(0.0) as usize).min(size[a].saturating_sub(1))
+        });
+    }
+}

@@ -1,0 +1,312 @@
+//! The viewer driven through egui_kittest (AccessKit queries, no display): opening studies,
+//! running the detector, the table and threshold, cancel, refusals, and a snapshot of the
+//! three views with boxes and seams rendered on a CPU adapter.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT as _, Queryable as _};
+use tessera::gui::{Source, TesseraApp};
+use tessera_core::model::shipped_models_dir;
+use tessera_core::phantom::{self, PhantomSpec};
+use tessera_tests::runtime_available;
+
+fn phantom_study(dir: &Path, size: [usize; 3]) -> PathBuf {
+    let spec = PhantomSpec {
+        seed: 9,
+        size,
+        spacing_mm: [2.5, 2.5, 5.0],
+        nodules: 3,
+        noise_hu: 18.0,
+    };
+    let out = dir.join("study");
+    let p = phantom::generate(&spec).unwrap();
+    phantom::write_series(&p, &out).unwrap();
+    out
+}
+
+fn harness(source: Source) -> Harness<'static, TesseraApp> {
+    let app = TesseraApp::new(&egui::Context::default(), source, None);
+    Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut TesseraApp| app.ui(ui), app)
+}
+
+/// Steps frames until `done` holds (workers report between frames), or fails after 120 s.
+fn step_until(h: &mut Harness<'_, TesseraApp>, what: &str, done: impl Fn(&TesseraApp) -> bool) {
+    let started = Instant::now();
+    while !done(h.state()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "timed out waiting for {what}; messages: {:?}",
+            h.state().messages
+        );
+        h.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    h.step();
+}
+
+fn use_model(h: &mut Harness<'_, TesseraApp>, name: &str) {
+    let panel = &mut h.state_mut().run_panel;
+    let dir = shipped_models_dir().join(name);
+    let index = panel
+        .models
+        .iter()
+        .position(|m| m.canonicalize().unwrap() == dir.canonicalize().unwrap())
+        .unwrap();
+    panel.select_model(index);
+}
+
+#[test]
+fn no_argument_opens_the_demo_study_in_three_views() {
+    let mut h = harness(Source::Demo);
+    step_until(&mut h, "the demo study", |app| app.study.is_some());
+    let study = h.state().study.as_ref().unwrap();
+    assert_eq!(study.volume.geometry.size, [512, 512, 160]);
+    assert_eq!(study.cursor, [256, 256, 80]);
+    // The study card and the plan for the default model are on screen.
+    h.get_by_label_contains("512x512x160 voxels");
+    h.get_by_label_contains("Plan:");
+}
+
+#[test]
+fn detection_runs_lists_boxes_and_the_threshold_filters_them() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
+    step_until(&mut h, "the phantom", |app| app.study.is_some());
+    use_model(&mut h, "tessera-test-tiny");
+    h.step();
+    h.get_by_label("Run").click();
+    step_until(&mut h, "the run", |app| {
+        !app.run_panel.is_running() && !app.run_panel.runs.is_empty()
+    });
+    let app = h.state();
+    let record = app.run_panel.runs.last().unwrap();
+    let n = record.report.detections.len();
+    assert!(n > 0, "the test model finds peaks on the phantom");
+    assert_eq!(
+        app.review.rows(record).len(),
+        n,
+        "all shown at the run's threshold"
+    );
+    h.get_by_label_contains(&format!("{}: {n} detection(s)", record.label));
+    // Raise the threshold above every score: the table empties and says so.
+    let top = record
+        .report
+        .detections
+        .iter()
+        .map(|d| d.score)
+        .fold(0.0, f32::max);
+    h.get_by_role_and_label(egui::accesskit::Role::Slider, "score threshold")
+        .set_value_accesskit(f64::from(top) + 1e-3);
+    h.step();
+    h.step();
+    h.get_by_label("Nothing at this threshold.");
+    // Between: only the detections at or above it.
+    let mid = record_scores_median(h.state());
+    h.state_mut().review.threshold = mid;
+    h.step();
+    let app = h.state();
+    let record = app.run_panel.runs.last().unwrap();
+    let expected = record
+        .report
+        .detections
+        .iter()
+        .filter(|d| d.score >= mid)
+        .count();
+    assert_eq!(app.review.rows(record).len(), expected);
+    assert!(expected < n);
+}
+
+fn record_scores_median(app: &TesseraApp) -> f32 {
+    let mut s: Vec<f32> = app
+        .run_panel
+        .runs
+        .last()
+        .unwrap()
+        .report
+        .detections
+        .iter()
+        .map(|d| d.score)
+        .collect();
+    s.sort_by(f32::total_cmp);
+    s[s.len() / 2]
+}
+
+#[test]
+fn selecting_a_detection_moves_every_view_to_it() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
+    step_until(&mut h, "the phantom", |app| app.study.is_some());
+    use_model(&mut h, "tessera-test-tiny");
+    h.step();
+    h.get_by_label("Run").click();
+    step_until(&mut h, "the run", |app| !app.run_panel.runs.is_empty());
+    let target = {
+        let d = &h.state().run_panel.runs[0].report.detections[0];
+        std::array::from_fn::<usize, 3, _>(|a| (d.box_voxel.min[a] + d.box_voxel.max[a] - 1) / 2)
+    };
+    // Row "1" in the table is detection 1 (sorted by score, the best first).
+    h.get_by_label("1").click();
+    h.step();
+    assert_eq!(h.state().review.selected, Some(0));
+    assert_eq!(h.state().study.as_ref().unwrap().cursor, target);
+}
+
+#[test]
+fn cancel_stops_the_run_within_a_window() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(Source::Path(phantom_study(dir.path(), [160, 160, 64])));
+    step_until(&mut h, "the phantom", |app| app.study.is_some());
+    use_model(&mut h, "tessera-test-tiny");
+    h.state_mut().run_panel.patch = [32, 32, 16];
+    h.step();
+    let total = match h.state().run_panel.plan() {
+        Some(Ok(plan)) => plan.windows.len(),
+        other => panic!("{other:?}"),
+    };
+    assert!(total > 50);
+    h.get_by_label("Run").click();
+    step_until(&mut h, "the first window", |app| {
+        app.run_panel
+            .job
+            .as_ref()
+            .is_some_and(|j| !j.finished.is_empty())
+    });
+    h.get_by_label("Cancel").click();
+    step_until(&mut h, "the cancel", |app| !app.run_panel.is_running());
+    let app = h.state();
+    assert!(
+        app.run_panel.runs.is_empty(),
+        "a cancelled run leaves no result"
+    );
+    assert!(
+        app.messages.iter().any(|m| m.text == "run cancelled"),
+        "{:?}",
+        app.messages
+    );
+}
+
+#[test]
+fn a_refused_plan_shows_its_error_and_cannot_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(Source::Path(phantom_study(dir.path(), [96, 96, 24])));
+    step_until(&mut h, "the phantom", |app| app.study.is_some());
+    use_model(&mut h, "tessera-test-tiny");
+    h.state_mut().run_panel.patch = [96, 96, 24];
+    h.step();
+    h.get_by_label_contains("Plan refused: patch 96x96x24 covers the whole volume");
+    assert!(h.get_by_label("Run").accesskit_node().is_disabled());
+    // Over a memory budget: refused at plan time as well, with the figures.
+    h.state_mut().run_panel.patch = [48, 48, 24];
+    h.state_mut().run_panel.budget_gib = Some(0.001);
+    h.step();
+    let app = h.state();
+    match app.run_panel.plan() {
+        // The test model's card has no memory coefficients: no prediction, so no refusal.
+        Some(Ok(plan)) => assert!(plan.predicted_peak_bytes.is_none()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_folder_without_dicom_shows_the_reason_in_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not an image").unwrap();
+    let mut h = harness(Source::Path(dir.path().to_path_buf()));
+    step_until(&mut h, "the failure", |app| app.load.is_none());
+    assert!(h.state().study.is_none());
+    h.get_by_label_contains("no DICOM image series in");
+    h.get_by_label_contains("notes.txt");
+}
+
+#[test]
+fn a_folder_with_several_series_shows_a_picker() {
+    let Some(dir) = tessera_tests::shared_data("dcm_qa_ct") else {
+        return;
+    };
+    let mut h = harness(Source::Path(dir));
+    step_until(&mut h, "the picker", |app| {
+        app.picker.is_some() || app.study.is_some()
+    });
+    let rows = h.state().picker.as_ref().map_or(0, |p| p.rows.len());
+    assert!(rows >= 2, "{rows}");
+    h.get_by_label_contains("choose one");
+    h.get_all_by_label("Open").next().unwrap().click();
+    step_until(&mut h, "the chosen series", |app| {
+        app.study.is_some() || !app.messages.is_empty()
+    });
+}
+
+#[test]
+fn three_views_with_boxes_and_seams_match_the_snapshot() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = TesseraApp::new(
+        &egui::Context::default(),
+        Source::Path(phantom_study(dir.path(), [128, 128, 48])),
+        None,
+    );
+    let mut h = Harness::builder()
+        .with_size([1400.0, 900.0])
+        .wgpu()
+        .build_ui_state(|ui, app: &mut TesseraApp| app.ui(ui), app);
+    step_until(&mut h, "the phantom", |app| app.study.is_some());
+    use_model(&mut h, "tessera-test-tiny");
+    h.state_mut().run_panel.patch = [64, 64, 32];
+    h.step();
+    h.get_by_label("Run").click();
+    step_until(&mut h, "the run", |app| !app.run_panel.runs.is_empty());
+    h.state_mut().review.show_seams = true;
+    h.get_by_label("1").click();
+    h.step();
+    // The run's timing and memory vary from run to run: hide the text that shows them.
+    h.state_mut().messages.clear();
+    let stats = &mut h.state_mut().run_panel.runs[0].report.stats;
+    stats.elapsed_s = 0.0;
+    stats.peak_memory_bytes = 0;
+    h.step();
+    h.snapshot("three_views_boxes_seams");
+}
+
+#[test]
+fn a_tilted_series_opens_and_every_view_draws() {
+    let Some(dir) = tessera_tests::shared_data("dcm_qa_ct/GE") else {
+        return;
+    };
+    let mut h = harness(Source::Path(dir));
+    step_until(&mut h, "the GE series", |app| {
+        app.study.is_some() || app.picker.is_some() || !app.messages.is_empty()
+    });
+    if h.state().picker.is_some() {
+        h.get_all_by_label("Open").next().unwrap().click();
+        step_until(&mut h, "the chosen series", |app| {
+            app.study.is_some() || !app.messages.is_empty()
+        });
+    }
+    assert!(h.state().study.is_some(), "{:?}", h.state().messages);
+    h.get_by_label_contains("gantry tilt");
+    // Scroll to both ends of every axis: nothing panics at the edges.
+    for plane in tessera::gui::study::PLANES {
+        h.state_mut().study.as_mut().unwrap().scroll(plane, -10_000);
+        h.step();
+        h.state_mut().study.as_mut().unwrap().scroll(plane, 10_000);
+        h.step();
+    }
+}
