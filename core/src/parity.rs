@@ -62,6 +62,12 @@ pub struct ParityReport {
     /// Indices into A's detections with no partner in B.
     pub only_a: Vec<usize>,
     pub only_b: Vec<usize>,
+    /// Of `only_a`, those scoring within the score tolerance of B's threshold: threshold
+    /// crossings (the partner in B may score just under it), not failures.
+    #[serde(default)]
+    pub crossing_a: Vec<usize>,
+    #[serde(default)]
+    pub crossing_b: Vec<usize>,
     pub max_score_difference: f32,
     pub mean_score_difference: f32,
     pub max_face_difference_voxels: f64,
@@ -69,14 +75,27 @@ pub struct ParityReport {
     pub within_tolerance: bool,
 }
 
-/// Compares run `a` with run `b`.
+/// Compares run `a` with run `b`. A detection only one run reports is a failure unless its
+/// score is within the score tolerance of the other run's threshold (a threshold crossing).
 pub fn compare(a: &DetectionReport, b: &DetectionReport, tolerances: Tolerances) -> ParityReport {
-    compare_detections(
+    let mut report = compare_detections(
         &a.detections,
         &b.detections,
         a.plan.model_spacing_mm,
         tolerances,
-    )
+    );
+    let crossing = |only: &[usize], own: &DetectionReport, other: &DetectionReport| {
+        only.iter()
+            .copied()
+            .filter(|&i| own.detections[i].score < other.config.score_threshold + tolerances.score)
+            .collect::<Vec<usize>>()
+    };
+    report.crossing_a = crossing(&report.only_a, a, b);
+    report.crossing_b = crossing(&report.only_b, b, a);
+    report.within_tolerance = report.only_a.len() == report.crossing_a.len()
+        && report.only_b.len() == report.crossing_b.len()
+        && report.scores_and_boxes_within();
+    report
 }
 
 /// Compares two lists of detections on a model grid of `spacing` mm.
@@ -173,6 +192,8 @@ pub fn compare_detections(
         && max_score_difference <= tolerances.score
         && max_face_difference_voxels <= tolerances.box_voxels;
     ParityReport {
+        crossing_a: Vec::new(),
+        crossing_b: Vec::new(),
         tolerances,
         count_a: da.len(),
         count_b: db.len(),
@@ -201,6 +222,11 @@ fn distance(a: [f64; 3], b: [f64; 3]) -> f64 {
 }
 
 impl ParityReport {
+    fn scores_and_boxes_within(&self) -> bool {
+        self.max_score_difference <= self.tolerances.score
+            && self.max_face_difference_voxels <= self.tolerances.box_voxels
+    }
+
     /// The report as Markdown, for a terminal or a file.
     pub fn to_markdown(
         &self,
@@ -228,6 +254,11 @@ impl ParityReport {
         s.push_str(&format!("| matched | {} |\n", self.pairs.len()));
         s.push_str(&format!("| only in A | {} |\n", self.only_a.len()));
         s.push_str(&format!("| only in B | {} |\n", self.only_b.len()));
+        s.push_str(&format!(
+            "| of which threshold crossings (A, B) | {}, {} |\n",
+            self.crossing_a.len(),
+            self.crossing_b.len()
+        ));
         s.push_str(&format!(
             "| max score difference | {:.3e} |\n",
             self.max_score_difference
