@@ -31,6 +31,13 @@ from tessera_train.fp16 import to_fp16  # noqa: E402  (onnx and numpy only)
 OUT = os.path.join(ROOT, "assets", "models", "tessera-test-tiny")
 rng = np.random.default_rng(20261202)
 WEIGHTS = []
+# The input both test models take, as their cards describe it.
+INPUT = {
+    "name": "ct",
+    "layout": "NCDHW",
+    "hu_window": [-1000.0, 400.0],
+    "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0",
+}
 
 
 def conv(name, x, cin, cout, k, stride, nodes, inits, bias=0.0, gain=1.0):
@@ -94,12 +101,7 @@ def main():
         "sha256": hashlib.sha256(data).hexdigest(),
         "variants": {"fp16": {"model_file": "model_fp16.onnx", "sha256": hashlib.sha256(data16).hexdigest()}},
         "output_family": "centernet",
-        "input": {
-            "name": "ct",
-            "layout": "NCDHW",
-            "hu_window": [-1000.0, 400.0],
-            "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0",
-        },
+        "input": INPUT,
         "target_spacing_mm": None,
         "stride": 2,
         "receptive_field_voxels": 9,
@@ -154,12 +156,7 @@ def write_seg_model():
         "model_file": "model.onnx",
         "sha256": hashlib.sha256(data).hexdigest(),
         "output_family": "segmentation",
-        "input": {
-            "name": "ct",
-            "layout": "NCDHW",
-            "hu_window": [-1000.0, 400.0],
-            "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0",
-        },
+        "input": INPUT,
         "target_spacing_mm": None,
         "stride": 1,
         "receptive_field_voxels": 5,

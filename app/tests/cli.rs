@@ -394,6 +394,33 @@ fn parity_exits_0_for_identical_detections_and_1_for_drift() {
     assert_eq!(parity["within_tolerance"], false);
     let max = parity["max_score_difference"].as_f64().unwrap();
     assert!((max - 1e-3).abs() < 1e-6, "{max}");
+
+    // B lacks A's weakest detection and its threshold sits just under that score: within the
+    // score tolerance it is a threshold crossing (pass); farther below, a missing finding.
+    let weakest = |threshold_below: f64| {
+        let reference: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&whole).unwrap()).unwrap();
+        let mut det = reference.clone();
+        let list = det["detections"].as_array_mut().unwrap();
+        let last = list.pop().unwrap();
+        let score = last["score"].as_f64().unwrap();
+        det["config"]["score_threshold"] = serde_json::json!(score - threshold_below);
+        let path = dir.path().join(format!("crossing-{threshold_below}.json"));
+        std::fs::write(&path, serde_json::to_vec(&det).unwrap()).unwrap();
+        let out = tessera()
+            .args(["parity", "--json"])
+            .arg(&whole)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let parity: serde_json::Value = serde_json::from_str(&stdout_of(&out)).unwrap();
+        (
+            out.status.code(),
+            parity["crossing_a"].as_array().unwrap().len(),
+        )
+    };
+    assert_eq!(weakest(5e-5), (Some(0), 1));
+    assert_eq!(weakest(2e-4), (Some(1), 0));
 }
 
 #[test]
@@ -601,4 +628,21 @@ fn resample_writes_the_grid_the_model_sees_as_npy_with_its_geometry() {
     assert_eq!(bytes.len(), 10 + header_len + 2 * 32 * 24 * 10);
     // The study is untouched: the resampled grid goes only where --out says.
     assert!(!study.join("vol.npy").exists());
+}
+
+#[test]
+fn the_viewer_without_a_display_fails_with_one_clear_line() {
+    let out = tessera()
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(
+        err.starts_with("error: the viewer could not open a window (no display?"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

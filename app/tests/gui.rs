@@ -62,6 +62,21 @@ fn use_model(h: &mut Harness<'_, TesseraApp>, name: &str) {
     panel.select_model(index);
 }
 
+/// Opens a phantom of `size` with the test model selected and `patch` set, clicks Run and
+/// waits for the run to end. The temporary folder must outlive the harness.
+fn run_on_phantom(h: &mut Harness<'_, TesseraApp>, patch: Option<[usize; 3]>) {
+    step_until(h, "the phantom", |app| app.study.is_some());
+    use_model(h, "tessera-test-tiny");
+    if let Some(patch) = patch {
+        h.state_mut().run_panel.patch = patch;
+    }
+    h.step();
+    h.get_by_label("Run").click();
+    step_until(h, "the run", |app| {
+        !app.run_panel.is_running() && !app.run_panel.runs.is_empty()
+    });
+}
+
 #[test]
 fn no_argument_opens_the_demo_study_in_three_views() {
     let mut h = harness(Source::Demo);
@@ -81,13 +96,7 @@ fn detection_runs_lists_boxes_and_the_threshold_filters_them() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
-    step_until(&mut h, "the phantom", |app| app.study.is_some());
-    use_model(&mut h, "tessera-test-tiny");
-    h.step();
-    h.get_by_label("Run").click();
-    step_until(&mut h, "the run", |app| {
-        !app.run_panel.is_running() && !app.run_panel.runs.is_empty()
-    });
+    run_on_phantom(&mut h, None);
     let app = h.state();
     let record = app.run_panel.runs.last().unwrap();
     let n = record.report.detections.len();
@@ -148,11 +157,7 @@ fn selecting_a_detection_moves_every_view_to_it() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
-    step_until(&mut h, "the phantom", |app| app.study.is_some());
-    use_model(&mut h, "tessera-test-tiny");
-    h.step();
-    h.get_by_label("Run").click();
-    step_until(&mut h, "the run", |app| !app.run_panel.runs.is_empty());
+    run_on_phantom(&mut h, None);
     let target = {
         let d = &h.state().run_panel.runs[0].report.detections[0];
         std::array::from_fn::<usize, 3, _>(|a| (d.box_voxel.min[a] + d.box_voxel.max[a] - 1) / 2)
@@ -267,12 +272,7 @@ fn three_views_with_boxes_and_seams_match_the_snapshot() {
         .with_size([1400.0, 900.0])
         .wgpu()
         .build_ui_state(|ui, app: &mut TesseraApp| app.ui(ui), app);
-    step_until(&mut h, "the phantom", |app| app.study.is_some());
-    use_model(&mut h, "tessera-test-tiny");
-    h.state_mut().run_panel.patch = [64, 64, 32];
-    h.step();
-    h.get_by_label("Run").click();
-    step_until(&mut h, "the run", |app| !app.run_panel.runs.is_empty());
+    run_on_phantom(&mut h, Some([64, 64, 32]));
     h.state_mut().review.show_seams = true;
     h.get_by_label("1").click();
     h.step();
@@ -301,7 +301,7 @@ fn a_tilted_series_opens_and_every_view_draws() {
         });
     }
     assert!(h.state().study.is_some(), "{:?}", h.state().messages);
-    h.get_by_label_contains("gantry tilt");
+    h.get_by_label_contains("mm, gantry tilt");
     // Scroll to both ends of every axis: nothing panics at the edges.
     for plane in tessera::gui::study::PLANES {
         h.state_mut().study.as_mut().unwrap().scroll(plane, -10_000);

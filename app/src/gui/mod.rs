@@ -131,7 +131,7 @@ impl TesseraApp {
                 study::LoadPoll::Loaded(study) => {
                     self.load = None;
                     self.run_panel.study_changed(&study);
-                    self.review = Review::default();
+                    self.review.study_changed();
                     self.study = Some(*study);
                 }
                 study::LoadPoll::Failed(e) => {

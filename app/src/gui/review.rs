@@ -57,6 +57,15 @@ impl Default for Review {
 }
 
 impl Review {
+    /// A new study: a fresh review, the overlay toggles kept.
+    pub fn study_changed(&mut self) {
+        *self = Self {
+            show_seams: self.show_seams,
+            show_weights: self.show_weights,
+            ..Self::default()
+        };
+    }
+
     /// A new run: its threshold, and its parity against the previous one.
     pub fn run_finished(&mut self, runs: &[RunRecord]) {
         self.selected = None;
@@ -275,18 +284,29 @@ use image::ImageEncoder as _;
 
 /// Where consecutive windows overlap along `axis`, in model voxels `[lo, hi)`.
 pub fn overlap_bands(plan: &TilePlan, axis: usize) -> Vec<(usize, usize)> {
-    let mut spans: Vec<(usize, usize)> = plan
-        .windows
-        .iter()
-        .map(|w| (w.min[axis], w.max[axis]))
-        .collect();
-    spans.sort_unstable();
-    spans.dedup();
-    spans
+    spans(plan, axis, false)
         .windows(2)
         .filter(|p| p[1].0 < p[0].1)
         .map(|p| (p[1].0, p[0].1))
         .collect()
+}
+
+/// The distinct `[lo, hi)` extents (or halo cores) of the windows along `axis`, in order.
+fn spans(plan: &TilePlan, axis: usize, cores: bool) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = plan
+        .windows
+        .iter()
+        .map(|w| {
+            if cores {
+                (w.core_min[axis], w.core_max[axis])
+            } else {
+                (w.min[axis], w.max[axis])
+            }
+        })
+        .collect();
+    spans.sort_unstable();
+    spans.dedup();
+    spans
 }
 
 /// The blend weight map on this slice, as a translucent overlay: the sum of the windows'
@@ -358,18 +378,9 @@ pub fn draw_weights(
 
 fn axis_weight_sum(plan: &TilePlan, axis: usize) -> Vec<f32> {
     let mut sum = vec![0.0f32; plan.padded_size[axis]];
-    let mut spans: Vec<(usize, usize)> = plan
-        .windows
-        .iter()
-        .map(|w| (w.min[axis], w.max[axis]))
-        .collect();
-    spans.sort_unstable();
-    spans.dedup();
-    for (lo, hi) in spans {
-        for (i, w) in weight_profile(plan.spec.blend, hi - lo)
-            .into_iter()
-            .enumerate()
-        {
+    for (lo, hi) in spans(plan, axis, false) {
+        let profile = weight_profile(plan.spec.blend, hi - lo);
+        for (i, w) in profile.into_iter().enumerate() {
             if let Some(s) = sum.get_mut(lo + i) {
                 *s += w;
             }
@@ -380,14 +391,7 @@ fn axis_weight_sum(plan: &TilePlan, axis: usize) -> Vec<f32> {
 
 /// Which core (halo mode) holds model voxel `v` along `axis`.
 fn core_index(plan: &TilePlan, axis: usize, v: usize) -> usize {
-    let mut cores: Vec<(usize, usize)> = plan
-        .windows
-        .iter()
-        .map(|w| (w.core_min[axis], w.core_max[axis]))
-        .collect();
-    cores.sort_unstable();
-    cores.dedup();
-    cores
+    spans(plan, axis, true)
         .iter()
         .position(|(lo, hi)| v >= *lo && v < *hi)
         .unwrap_or(0)

@@ -79,10 +79,7 @@ impl Mapping {
 
     fn rect(&self, min: [f64; 3], max: [f64; 3]) -> Rect {
         let (c, r) = self.axes();
-        Rect::from_two_pos(
-            self.screen(min[c], min[r]),
-            self.screen(max[c], max[r]),
-        )
+        Rect::from_two_pos(self.screen(min[c], min[r]), self.screen(max[c], max[r]))
     }
 }
 
@@ -269,17 +266,11 @@ fn draw_overlay(
             let size = map.size;
             for s in plan.seams(c) {
                 let x = (s as f64 - 0.5) * ratio[c] + 0.5;
-                painter.line_segment(
-                    [map.screen(x, 0.0), map.screen(x, size[r] as f64)],
-                    stroke,
-                );
+                painter.line_segment([map.screen(x, 0.0), map.screen(x, size[r] as f64)], stroke);
             }
             for s in plan.seams(r) {
                 let y = (s as f64 - 0.5) * ratio[r] + 0.5;
-                painter.line_segment(
-                    [map.screen(0.0, y), map.screen(size[c] as f64, y)],
-                    stroke,
-                );
+                painter.line_segment([map.screen(0.0, y), map.screen(size[c] as f64, y)], stroke);
             }
             if plan.spec.blend != BlendMode::Halo {
                 // Overlap bands: where consecutive windows along an in-plane axis share voxels.
@@ -508,7 +499,7 @@ fn scale_bar(painter: &egui::Painter, rect: Rect, px_per_mm: f32) {
         .unwrap_or(magnitude);
     let length = mm * px_per_mm;
     // Bottom right, above the window/zoom text.
-    let y = rect.max.y - 52.0;
+    let y = rect.max.y - 64.0;
     let x1 = rect.max.x - 8.0;
     let stroke = Stroke::new(2.0, Color32::from_gray(230));
     painter.line_segment([pos2(x1 - length, y), pos2(x1, y)], stroke);
