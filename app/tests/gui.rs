@@ -310,3 +310,27 @@ fn a_tilted_series_opens_and_every_view_draws() {
         h.step();
     }
 }
+
+#[test]
+fn two_runs_compare_through_parity() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
+    run_on_phantom(&mut h, Some([64, 64, 32]));
+    // The same study at another patch: halo tiling gives the same detections.
+    h.state_mut().run_panel.patch = [128, 64, 24];
+    h.step();
+    h.get_by_label("Run").click();
+    step_until(&mut h, "the second run", |app| {
+        app.run_panel.runs.len() == 2
+    });
+    h.get_by_label("Compare with previous run").click();
+    h.step();
+    let n = h.state().run_panel.runs[1].report.detections.len();
+    h.get_by_label_contains(&format!(
+        "Parity with the previous run: {n} matched, 0 only before (magenta), 0 only now"
+    ));
+    h.get_by_label_contains("within tolerance");
+}
