@@ -222,6 +222,9 @@ fn lps_of(geometry: &Geometry, x: f64, y: f64, z_mm: f64) -> Vec3 {
     p
 }
 
+/// Reads closer than this (mm), or than half a diameter, are one nodule (the CLI's default).
+pub const SAME_NODULE_MM: f64 = 5.0;
+
 /// Groups the readers' nodules: a read joins the first group whose centre is closer than
 /// half the larger diameter or `min_distance_mm`, whichever is more.
 pub fn consensus(reads: &LidcReads, min_distance_mm: f64) -> Vec<ConsensusNodule> {

@@ -269,6 +269,25 @@ pub fn shipped_models_dir() -> PathBuf {
     }
 }
 
+/// The model folders (with a `model.json`) in [`shipped_models_dir`], sorted by name.
+pub fn shipped_model_dirs() -> std::io::Result<Vec<PathBuf>> {
+    let root = shipped_models_dir();
+    let root = root.canonicalize().unwrap_or(root);
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("model.json").is_file())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// The engine's test models are named `*test*`; the shipped detector is the first other one.
+pub fn is_test_model(dir: &Path) -> bool {
+    dir.file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("test"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

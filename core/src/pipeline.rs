@@ -169,6 +169,15 @@ pub fn plan_for(
     TilePlan::new(volume_size, grid, &config.tile, memory.as_ref())
 }
 
+/// The grid `model` runs on for a volume of `geometry`: resampled to the card's spacing, or
+/// the volume's own when the card has none.
+pub fn model_geometry(geometry: &Geometry, model: &Model) -> Geometry {
+    match model.card.target_spacing_mm {
+        Some(spacing) => crate::resample::resampled_geometry(geometry, spacing),
+        None => geometry.clone(),
+    }
+}
+
 /// The memory coefficients the card records for this kind of device, if any.
 pub fn card_memory_model(model: &Model, device: Device) -> Option<MemoryModel> {
     let key = match device {

@@ -24,6 +24,19 @@ pub fn resampled_size(geometry: &Geometry, spacing_mm: [f64; 3]) -> [usize; 3] {
     })
 }
 
+/// The grid [`resample`] makes: the same first voxel centre and axis directions, voxels of
+/// `spacing_mm`, so `world_from_voxel` only changes its scale.
+pub fn resampled_geometry(geometry: &Geometry, spacing_mm: [f64; 3]) -> Geometry {
+    let ratio: [f64; 3] = std::array::from_fn(|a| spacing_mm[a] / geometry.spacing_mm[a]);
+    let w = &geometry.world_from_voxel;
+    let columns = [0, 1, 2].map(|a| scale(w.column(a), ratio[a]));
+    Geometry {
+        size: resampled_size(geometry, spacing_mm),
+        spacing_mm,
+        world_from_voxel: Affine3::from_columns(columns, w.translation),
+    }
+}
+
 /// `volume` on a grid of `spacing_mm`, or `None` when it already has that spacing.
 pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
     let g = &volume.geometry;
@@ -58,15 +71,9 @@ pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
                 }
             });
     }
-    let columns = [0, 1, 2].map(|a| scale(g.world_from_voxel.column(a), ratio[a]));
-    let geometry = Geometry {
-        size,
-        spacing_mm,
-        world_from_voxel: Affine3::from_columns(columns, g.world_from_voxel.translation),
-    };
     Some(Volume {
         voxels: Voxels::F32(out),
-        geometry,
+        geometry: resampled_geometry(g, spacing_mm),
         info: volume.info.clone(),
         warnings: volume.warnings.clone(),
     })

@@ -80,10 +80,7 @@ fn run(volume: &Volume, model: &Model, config: &DetectConfig) -> DetectionReport
 
 /// A patch covering the volume on the model's grid (after resampling).
 fn whole_patch(volume: &Volume, model: &Model) -> [usize; 3] {
-    let size = match model.card.target_spacing_mm {
-        Some(spacing) => tessera_core::resample::resampled_size(&volume.geometry, spacing),
-        None => volume.geometry.size,
-    };
+    let size = pipeline::model_geometry(&volume.geometry, model).size;
     let s = model.card.stride;
     size.map(|n| n.div_ceil(s) * s)
 }

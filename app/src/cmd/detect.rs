@@ -10,7 +10,9 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
-use tessera_core::model::{Model, Precision, shipped_models_dir};
+use tessera_core::model::{
+    Model, Precision, is_test_model, shipped_model_dirs, shipped_models_dir,
+};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
 use tessera_core::plan::{
     BlendMode, MemoryModel, ModelGrid, TileSpec, choose_patch, format_bytes, parse_bytes,
@@ -212,16 +214,10 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
 /// The shipped detector: the first model folder that is not a test model.
 pub fn default_model_dir() -> anyhow::Result<PathBuf> {
     let root = shipped_models_dir();
-    let root = root.canonicalize().unwrap_or(root);
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+    shipped_model_dirs()
         .with_context(|| format!("listing the shipped models in {}", root.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("model.json").is_file())
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
-        .find(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().contains("test")))
+        .into_iter()
+        .find(|p| !is_test_model(p))
         .with_context(|| {
             format!(
                 "no trained detector is shipped yet in {}: pass --model {}/tessera-test-tiny to run the engine's test model (random weights, finds nothing meaningful)",
@@ -248,10 +244,7 @@ fn choose_for_budget(
             args.device
         );
     };
-    let size = match model.card.target_spacing_mm {
-        Some(spacing) => tessera_core::resample::resampled_size(&volume.geometry, spacing),
-        None => volume.geometry.size,
-    };
+    let size = pipeline::model_geometry(&volume.geometry, model).size;
     let grid = ModelGrid {
         stride: model.card.stride,
         receptive_radius: model.card.receptive_radius(),

@@ -49,7 +49,7 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             .with_context(|| format!("no LIDC reader XML under {}", case.display()))?;
         let reads = tessera_core::lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
         let (mut targets, mut ignore) = (Vec::new(), Vec::new());
-        for g in tessera_core::lidc::consensus(&reads, 5.0) {
+        for g in tessera_core::lidc::consensus(&reads, tessera_core::lidc::SAME_NODULE_MM) {
             let t = Target {
                 center_lps_mm: g.center_lps_mm,
                 diameter_mm: g.diameter_mm,

@@ -34,7 +34,7 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
     let lidc_nodules = match lidc::find_xml(&args.path) {
         Some(xml) => {
             let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
-            lidc::consensus(&reads, 5.0)
+            lidc::consensus(&reads, lidc::SAME_NODULE_MM)
                 .iter()
                 .map(|n| {
                     json!({

@@ -92,10 +92,7 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
     };
     let geometry = tessera_core::dicom::open_geometry(&study, None)
         .with_context(|| format!("opening {}", study.display()))?;
-    let size = match model.card.target_spacing_mm {
-        Some(spacing) => tessera_core::resample::resampled_size(&geometry, spacing),
-        None => geometry.size,
-    };
+    let size = tessera_core::pipeline::model_geometry(&geometry, &model).size;
     let stride = model.card.stride;
     let whole = size.map(|n| n.div_ceil(stride) * stride);
     let patches: Vec<[usize; 3]> = match &args.patches {

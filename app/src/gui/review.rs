@@ -7,6 +7,7 @@ use std::sync::mpsc::{Receiver, channel};
 
 use anyhow::Context as _;
 use egui::{Color32, Rect, Ui};
+use image::ImageEncoder as _;
 use tessera_core::Geometry;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 use tessera_core::plan::{BlendMode, TilePlan};
@@ -279,8 +280,6 @@ pub fn write_png(image: &egui::ColorImage, path: &Path) -> anyhow::Result<()> {
     tessera_core::io::write_atomic(path, &bytes)
         .with_context(|| format!("writing {}", path.display()))
 }
-
-use image::ImageEncoder as _;
 
 /// Where consecutive windows overlap along `axis`, in model voxels `[lo, hi)`.
 pub fn overlap_bands(plan: &TilePlan, axis: usize) -> Vec<(usize, usize)> {

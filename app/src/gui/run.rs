@@ -9,13 +9,12 @@ use std::time::Instant;
 use egui::Ui;
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device, MemorySample};
-use tessera_core::model::{Model, Precision, shipped_models_dir};
+use tessera_core::model::{Model, Precision, is_test_model, shipped_model_dirs};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event};
 use tessera_core::plan::{
     BlendMode, ModelGrid, PlanError, TilePlan, TileSpec, Window, choose_patch, format_bytes,
 };
 use tessera_core::report::DetectionReport;
-use tessera_core::resample::resampled_size;
 use tessera_core::volume::format_size;
 use tessera_core::{Geometry, Volume};
 
@@ -83,32 +82,17 @@ pub struct RunPanel {
     ort_lib: Option<PathBuf>,
     pub job: Option<RunJob>,
     pub runs: Vec<RunRecord>,
-    /// The study's size on the model's grid, for the plan preview.
-    model_size: Option<[usize; 3]>,
+    /// The study on the model's grid (after resampling): the plan preview and the live
+    /// windows use it.
+    model_grid: Option<Geometry>,
     volume: Option<Arc<Volume>>,
 }
 
 impl RunPanel {
     pub fn new(ort_lib: Option<PathBuf>) -> Self {
-        let mut models: Vec<PathBuf> = std::fs::read_dir(shipped_models_dir())
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.join("model.json").is_file())
-                    .collect()
-            })
-            .unwrap_or_default();
-        models.sort();
-        let default = crate::cmd::detect::default_model_dir().ok();
-        let model_index = default
-            .and_then(|d| {
-                let d = d.canonicalize().unwrap_or(d);
-                models
-                    .iter()
-                    .position(|m| m.canonicalize().is_ok_and(|m| m == d))
-            })
-            .unwrap_or(0);
+        let models = shipped_model_dirs().unwrap_or_default();
+        // The shipped detector, as `tessera detect` picks it.
+        let model_index = models.iter().position(|m| !is_test_model(m)).unwrap_or(0);
         let mut panel = Self {
             models,
             model_index,
@@ -123,7 +107,7 @@ impl RunPanel {
             ort_lib,
             job: None,
             runs: Vec::new(),
-            model_size: None,
+            model_grid: None,
             volume: None,
         };
         panel.select_model(model_index);
@@ -144,22 +128,26 @@ impl RunPanel {
         if let Some(Ok(model)) = &self.model {
             self.patch = model.card.recommended_patch;
         }
-        self.update_model_size();
+        self.update_model_grid();
     }
 
     pub fn study_changed(&mut self, study: &Study) {
         self.volume = Some(study.volume.clone());
-        self.update_model_size();
+        self.update_model_grid();
     }
 
-    fn update_model_size(&mut self) {
-        self.model_size = match (&self.model, &self.volume) {
-            (Some(Ok(model)), Some(volume)) => Some(match model.card.target_spacing_mm {
-                Some(spacing) => resampled_size(&volume.geometry, spacing),
-                None => volume.geometry.size,
-            }),
+    fn update_model_grid(&mut self) {
+        self.model_grid = match (&self.model, &self.volume) {
+            (Some(Ok(model)), Some(volume)) => {
+                Some(pipeline::model_geometry(&volume.geometry, model))
+            }
             _ => None,
         };
+    }
+
+    /// The memory budget in bytes, when one is set.
+    fn budget_bytes(&self) -> Option<u64> {
+        self.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64)
     }
 
     pub fn config(&self) -> DetectConfig {
@@ -169,7 +157,7 @@ impl RunPanel {
                 overlap: self.overlap,
                 blend: self.blend,
                 allow_single_pass: self.allow_single_pass,
-                memory_budget_bytes: self.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64),
+                memory_budget_bytes: self.budget_bytes(),
             },
             device: self.device,
             threads: self.threads,
@@ -187,7 +175,8 @@ impl RunPanel {
         let Some(Ok(model)) = &self.model else {
             return None;
         };
-        Some(pipeline::plan_for(self.model_size?, model, &self.config()))
+        let size = self.model_grid.as_ref()?.size;
+        Some(pipeline::plan_for(size, model, &self.config()))
     }
 
     /// Starts the pipeline on the `tessera-detect` thread. Refused plans never start.
@@ -265,21 +254,12 @@ impl RunPanel {
     /// Applies the worker's events; returns the outcome once the run has ended.
     pub fn poll(&mut self) -> Option<Outcome> {
         let job = self.job.as_mut()?;
-        let spacing = match &self.model {
-            Some(Ok(m)) => m.card.target_spacing_mm,
-            _ => None,
-        };
-        let model_geometry = self
-            .volume
-            .as_ref()
-            .zip(self.model_size)
-            .map(|(v, size)| model_grid(&v.geometry, spacing, size));
         loop {
             match job.rx.try_recv() {
                 Ok(Msg::Event(e)) => match e {
                     Event::PlanReady(plan) => {
                         job.plan = Some(plan);
-                        job.model_geometry.clone_from(&model_geometry);
+                        job.model_geometry.clone_from(&self.model_grid);
                     }
                     Event::WindowStarted { window, .. } => job.current = Some(window),
                     Event::WindowFinished {
@@ -365,7 +345,7 @@ impl RunPanel {
             }
         });
         if let Some(job) = &self.job {
-            progress_ui(ui, job, self.budget_gib, &self.device);
+            progress_ui(ui, job, self.budget_bytes(), &self.device);
         }
         messages
     }
@@ -451,36 +431,25 @@ impl RunPanel {
     }
 
     fn choose_for_budget(&mut self) {
-        let (Some(Ok(model)), Some(size), Some(gib)) =
-            (&self.model, self.model_size, self.budget_gib)
+        let (Some(Ok(model)), Some(grid), Some(budget)) =
+            (&self.model, &self.model_grid, self.budget_bytes())
         else {
             return;
         };
         let Some(memory) = pipeline::card_memory_model(model, self.device) else {
             return;
         };
-        let grid = ModelGrid {
+        let model_grid = ModelGrid {
             stride: model.card.stride,
             receptive_radius: model.card.receptive_radius(),
         };
-        if let Ok(patch) = choose_patch(size, grid, &memory, (gib * (1u64 << 30) as f64) as u64) {
+        if let Ok(patch) = choose_patch(grid.size, model_grid, &memory, budget) {
             self.patch = patch;
         }
     }
 }
 
-/// The grid the model runs on: the study's, resampled to `spacing_mm` when the card has one
-/// (same first voxel centre and directions, as `tessera_core::resample` makes it).
-fn model_grid(geometry: &Geometry, spacing_mm: Option<[f64; 3]>, size: [usize; 3]) -> Geometry {
-    let mut g = geometry.clone();
-    g.size = size;
-    if let Some(spacing_mm) = spacing_mm {
-        g.spacing_mm = spacing_mm;
-    }
-    g
-}
-
-fn progress_ui(ui: &mut Ui, job: &RunJob, budget_gib: Option<f64>, device: &Device) {
+fn progress_ui(ui: &mut Ui, job: &RunJob, budget: Option<u64>, device: &Device) {
     let total = job.plan.as_ref().map_or(0, |p| p.windows.len());
     let done = job.finished.len();
     let elapsed = job.started.elapsed().as_secs_f64();
@@ -503,7 +472,6 @@ fn progress_ui(ui: &mut Ui, job: &RunJob, budget_gib: Option<f64>, device: &Devi
         ui.label("Cancelling after the current window…");
     }
     let current = job.memory.map_or(0, |m| m.current_bytes);
-    let budget = budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64);
     let scale = budget
         .unwrap_or(job.peak_bytes.max(1))
         .max(job.peak_bytes)
