@@ -93,13 +93,18 @@ def calibrate_memory(tessera, work: Path, model: Path) -> dict:
     }}
 
 
-def main():
+def arguments():
+    """The command line of the steps that run the `tessera` binary on a model."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--tessera", required=True)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--shared", type=Path, required=True)
     ap.add_argument("--model", type=Path, required=True)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = arguments()
     (args.work / "eval").mkdir(parents=True, exist_ok=True)
     card_path = args.model / "model.json"
     card = json.loads(card_path.read_text())
