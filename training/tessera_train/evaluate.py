@@ -58,6 +58,12 @@ def lidc_case(tessera, shared: Path, work: Path, model: Path, case: str, thresho
                       "seconds_end_to_end_tessera_detect": round(det["stats"]["elapsed_s"], 2)}
 
 
+def hits_a_nodule(detection: dict, truth: dict) -> bool:
+    """A phantom hit as `tessera evaluate` counts it: the centre lies inside a nodule."""
+    return any(np.linalg.norm(np.subtract(detection["center_lps_mm"], n["center_lps_mm"]))
+               <= n["diameter_mm"] / 2 for n in truth["nodules"])
+
+
 def operating_threshold(pairs, fp_per_scan: float = 1.0) -> float:
     """The lowest threshold on a 0.05 grid with at most `fp_per_scan` false positives per
     held-out phantom (a hit: centre inside a nodule, as `tessera evaluate` counts it)."""
@@ -66,9 +72,7 @@ def operating_threshold(pairs, fp_per_scan: float = 1.0) -> float:
         det = json.loads(Path(det_path).read_text())
         truth = json.loads(Path(truth_path).read_text())
         for d in det["detections"]:
-            hit = any(np.linalg.norm(np.subtract(d["center_lps_mm"], n["center_lps_mm"]))
-                      <= n["diameter_mm"] / 2 for n in truth["nodules"])
-            scored.append((d["score"], not hit))
+            scored.append((d["score"], not hits_a_nodule(d, truth)))
     for t in np.arange(0.05, 1.0, 0.05):
         fps = sum(1 for score, fp in scored if fp and score >= t)
         if fps / max(len(pairs), 1) <= fp_per_scan:

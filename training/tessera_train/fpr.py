@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from . import config, data
-from .evaluate import arguments, detect, evaluate
+from .evaluate import arguments, detect, evaluate, hits_a_nodule
 from .train import normalise
 
 PATCH = 24  # voxels at the target spacing (30 mm), centred on the candidate
@@ -34,17 +34,12 @@ def candidates(det: dict, npy: Path):
     h = PATCH // 2 + 2
     hu = np.pad(np.load(npy), h, constant_values=int(config.HU_WINDOW[0]))
     dets = det["detections"][:TOP]
-    patches = []
-    for d in dets:
+    lo, hi = PATCH // 2, PATCH - PATCH // 2
+    patches = np.zeros((len(dets), PATCH, PATCH, PATCH), np.int16)
+    for i, d in enumerate(dets):
         x, y, z = np.round(data.voxel_from_world(sidecar, d["center_lps_mm"])).astype(int) + h
-        lo, hi = PATCH // 2, PATCH - PATCH // 2
-        patches.append(hu[z - lo:z + hi, y - lo:y + hi, x - lo:x + hi])
-    return dets, np.stack(patches)
-
-
-def hits(dets, truth: dict) -> np.ndarray:
-    return np.array([any(np.linalg.norm(np.subtract(d["center_lps_mm"], n["center_lps_mm"]))
-                         <= n["diameter_mm"] / 2 for n in truth["nodules"]) for d in dets])
+        patches[i] = hu[z - lo:z + hi, y - lo:y + hi, x - lo:x + hi]
+    return dets, patches
 
 
 class Classifier(nn.Module):
@@ -102,10 +97,11 @@ def rescore(net: Classifier, det_path: Path, npy: Path, out: Path) -> Path:
     """The run's top candidates, each scored by the classifier alone, best first."""
     det = json.loads(det_path.read_text())
     dets, patches = candidates(det, npy)
+    p = []
     with torch.no_grad():
-        p = torch.cat([torch.sigmoid(net(torch.from_numpy(
-            normalise(patches[i:i + 64].astype(np.float32)))[:, None]))
-            for i in range(0, len(patches), 64)]).numpy()[:, 0]
+        for i in range(0, len(patches), 64):
+            x = torch.from_numpy(normalise(patches[i:i + 64]))[:, None]
+            p.extend(torch.sigmoid(net(x))[:, 0].tolist())
     det["detections"] = sorted(({**d, "score": float(q)} for d, q in zip(dets, p)),
                                key=lambda d: -d["score"])
     out.write_text(json.dumps(det))
@@ -124,7 +120,8 @@ def main():
                      args.work / "fpr" / "train" / f"{series.name}.det.json")
         dets, patches = candidates(det, npy)
         xs.append(patches)
-        ys.append(hits(dets, json.loads((series / "truth.json").read_text())))
+        truth = json.loads((series / "truth.json").read_text())
+        ys.append(np.array([hits_a_nodule(d, truth) for d in dets], dtype=bool))
     patches, labels = np.concatenate(xs), np.concatenate(ys)
     print(f"{len(patches)} training candidates, {labels.sum()} on nodules", flush=True)
     net = train(patches, labels, rng)
