@@ -93,8 +93,9 @@ def train(patches: np.ndarray, labels: np.ndarray, rng) -> Classifier:
     return net.eval()
 
 
-def rescore(net: Classifier, det_path: Path, npy: Path, out: Path) -> Path:
-    """The run's top candidates, each scored by the classifier alone, best first."""
+def rescore(net: Classifier, det_path: Path, npy: Path, out_dir: Path):
+    """The run's top candidates twice, best first: as the detector scored them, and scored by
+    the classifier alone. Returns both files' paths."""
     det = json.loads(det_path.read_text())
     dets, patches = candidates(det, npy)
     p = []
@@ -102,10 +103,12 @@ def rescore(net: Classifier, det_path: Path, npy: Path, out: Path) -> Path:
         for i in range(0, len(patches), 64):
             x = torch.from_numpy(normalise(patches[i:i + 64]))[:, None]
             p.extend(torch.sigmoid(net(x))[:, 0].tolist())
-    det["detections"] = sorted(({**d, "score": float(q)} for d, q in zip(dets, p)),
-                               key=lambda d: -d["score"])
-    out.write_text(json.dumps(det))
-    return out
+    name = det_path.name.removesuffix(".det.json")
+    paths = out_dir / f"{name}.top.json", out_dir / f"{name}.fpr.json"
+    for path, scored in zip(paths, (dets, [{**d, "score": float(q)} for d, q in zip(dets, p)])):
+        path.write_text(json.dumps({**det, "detections": sorted(scored,
+                                                                key=lambda d: -d["score"])}))
+    return paths
 
 
 def main():
@@ -126,34 +129,23 @@ def main():
     print(f"{len(patches)} training candidates, {labels.sum()} on nodules", flush=True)
     net = train(patches, labels, rng)
 
-    base, rescored = [], []
-    for series, npy in data.make_phantoms(args.tessera, args.work, config.HELD_OUT_PHANTOMS,
-                                          "held-out"):
-        det_path = args.work / "eval" / f"{series.name}.det.json"
-        truth = series / "truth.json"
-        top = json.loads(det_path.read_text())
-        top["detections"] = top["detections"][:TOP]
-        top_path = args.work / "fpr" / "eval" / f"{series.name}.top.json"
-        top_path.write_text(json.dumps(top))
-        base.append((top_path, truth))
-        rescored.append((rescore(net, det_path, npy,
-                                 args.work / "fpr" / "eval" / f"{series.name}.fpr.json"), truth))
-    lidc_base, lidc_rescored = [], []
-    for case in config.LIDC_CASES:
-        if (args.shared / "lidc" / case).is_dir():
-            det_path = args.work / "eval" / f"{case}.det.json"
-            lidc_base.append((det_path, args.shared / "lidc" / case))
-            lidc_rescored.append((rescore(net, det_path, args.work / "lidc" / f"{case}.npy",
-                                          args.work / "fpr" / "eval" / f"{case}.fpr.json"),
-                                  args.shared / "lidc" / case))
-    for label, pairs, flag in (("detector, top candidates", base, "--phantom"),
-                               ("rescored", rescored, "--phantom"),
-                               ("LIDC, detector", lidc_base, "--lidc"),
-                               ("LIDC, rescored", lidc_rescored, "--lidc")):
-        if pairs:
-            froc = evaluate(args.tessera, flag, pairs)
-            print(f"{label}: CPM {froc['cpm']:.4f}, sensitivity "
-                  f"{' '.join(f'{s:.3f}' for s in froc['sensitivity'])}")
+    # (run, its resampled volume, its truth, the evaluate flag) for every scan measured.
+    scans = [(args.work / "eval" / f"{series.name}.det.json", npy, series / "truth.json",
+              "--phantom")
+             for series, npy in data.make_phantoms(args.tessera, args.work,
+                                                   config.HELD_OUT_PHANTOMS, "held-out")]
+    scans += [(args.work / "eval" / f"{case}.det.json", args.work / "lidc" / f"{case}.npy",
+               args.shared / "lidc" / case, "--lidc")
+              for case in config.LIDC_CASES if (args.shared / "lidc" / case).is_dir()]
+    pairs = {}  # (flag, "detector" | "rescored") -> [(run, truth)]
+    for det_path, npy, truth, flag in scans:
+        top, fpr = rescore(net, det_path, npy, args.work / "fpr" / "eval")
+        pairs.setdefault((flag, "detector"), []).append((top, truth))
+        pairs.setdefault((flag, "rescored"), []).append((fpr, truth))
+    for (flag, label), runs in pairs.items():
+        froc = evaluate(args.tessera, flag, runs)
+        print(f"{flag[2:]}, {label}: CPM {froc['cpm']:.4f}, sensitivity "
+              f"{' '.join(f'{s:.3f}' for s in froc['sensitivity'])}")
 
 
 if __name__ == "__main__":
