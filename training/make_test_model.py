@@ -13,7 +13,8 @@ Architecture (NCDHW, D = z, H = y, W = x), every conv 3x3x3 with padding 1 unles
     heads (1x1x1): heatmap = sigmoid(conv(8->1)), size = conv(8->3), offset = sigmoid(conv(8->3)).
 Receptive field 9 voxels (radius 4), total stride 2.
 
-Also writes assets/models/tessera-test-seg (see `write_seg_model`).
+Also writes assets/models/tessera-test-seg (see `write_seg_model`) and
+assets/models/tessera-test-rescore (see `write_rescore_model`).
 """
 import hashlib
 import json
@@ -55,6 +56,14 @@ def conv(name, x, cin, cout, k, stride, nodes, inits, bias=0.0, gain=1.0):
     return name
 
 
+def checked_model(graph):
+    """The graph as an opset-17, IR-8 model, checked."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def main():
     nodes, inits = [], []
     x = conv("c1", "ct", 1, 4, 3, 1, nodes, inits)
@@ -83,9 +92,7 @@ def main():
         ],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
+    model = checked_model(graph)
     os.makedirs(OUT, exist_ok=True)
     data = model.SerializeToString()
     with open(os.path.join(OUT, "model.onnx"), "wb") as f:
@@ -141,9 +148,7 @@ def write_seg_model():
         [helper.make_tensor_value_info("probability", TensorProto.FLOAT, [1, 1, "D", "H", "W"])],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
+    model = checked_model(graph)
     out = os.path.join(ROOT, "assets", "models", "tessera-test-seg")
     os.makedirs(out, exist_ok=True)
     data = model.SerializeToString()
@@ -172,6 +177,74 @@ def write_seg_model():
     print(f"wrote {out}/model.onnx ({len(data)} bytes) and model.json")
 
 
+RAMP_EDGE = 8
+
+
+def ramp_weights():
+    """The test rescorer's fixed weights `[z, y, x]`: a ramp, different along every axis, so a
+    patch cut at the wrong place or in the wrong axis order scores differently."""
+    c = np.arange(RAMP_EDGE, dtype=np.float32) - (RAMP_EDGE - 1) / 2
+    z, y, x = np.meshgrid(c, c, c, indexing="ij")
+    return ((x + 2 * y + 4 * z) / 256).astype(np.float32)
+
+
+def write_rescore_model():
+    """`tessera-test-rescore`: the tiny detector plus a rescoring stage whose score a test can
+    compute by hand: p = sigmoid(sum(ramp * patch)) over an 8^3 patch (see `ramp_weights`),
+    combined with the detector's score by geometric mean.
+    Needs tessera-test-tiny written first (it reuses its detector file)."""
+    w = ramp_weights().reshape(1, 1, RAMP_EDGE, RAMP_EDGE, RAMP_EDGE)
+    inits = [numpy_helper.from_array(w, "ramp"),
+             numpy_helper.from_array(np.array([1, 2, 3, 4], dtype=np.int64), "axes")]
+    nodes = [
+        helper.make_node("Mul", ["patch", "ramp"], ["weighted"]),
+        helper.make_node("ReduceSum", ["weighted", "axes"], ["logit"], keepdims=1),
+        helper.make_node("Flatten", ["logit"], ["logit2"], axis=1),
+        helper.make_node("Sigmoid", ["logit2"], ["score"]),
+    ]
+    edge = [RAMP_EDGE] * 3
+    graph = helper.make_graph(
+        nodes,
+        "tessera-test-rescore",
+        [helper.make_tensor_value_info("patch", TensorProto.FLOAT, ["N", 1, *edge])],
+        [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["N", 1])],
+        inits,
+    )
+    model = checked_model(graph)
+    out = os.path.join(ROOT, "assets", "models", "tessera-test-rescore")
+    os.makedirs(out, exist_ok=True)
+    rescore = model.SerializeToString()
+    with open(os.path.join(out, "rescore.onnx"), "wb") as f:
+        f.write(rescore)
+    with open(os.path.join(OUT, "model.onnx"), "rb") as f:
+        detector = f.read()
+    with open(os.path.join(out, "model.onnx"), "wb") as f:
+        f.write(detector)
+    with open(os.path.join(OUT, "model.json")) as f:
+        card = json.load(f)
+    card.pop("variants")
+    card["name"] = "tessera-test-rescore"
+    card["purpose"] = "Engine tests only: tessera-test-tiny plus a rescoring stage with a known score."
+    card["rescore"] = {
+        "model_file": "rescore.onnx",
+        "sha256": hashlib.sha256(rescore).hexdigest(),
+        "input": "patch",
+        "output": "score",
+        "patch_voxels": RAMP_EDGE,
+        "candidates": 5,
+        "candidate_threshold": 0.2,
+        "combine": "geometric_mean",
+        "default_score_threshold": 0.4,
+        "meaning": "sigmoid(sum(ramp * patch)), ramp[z, y, x] = ((x - 3.5) + 2 (y - 3.5) + 4 (z - 3.5)) / 256; final score sqrt(detector score * it)",
+        "training": {"recipe": "training/make_test_model.py", "data": "none (fixed weights)"},
+    }
+    with open(os.path.join(out, "model.json"), "w") as f:
+        json.dump(card, f, indent=2)
+        f.write("\n")
+    print(f"wrote {out}/rescore.onnx ({len(rescore)} bytes), model.onnx and model.json")
+
+
 if __name__ == "__main__":
     main()
     write_seg_model()
+    write_rescore_model()

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Retrains the shipped detector from scratch, with fixed seeds, into assets/models/tessera-nodule.
-#   training/train.sh            (about 40 min on two CPU cores; see README.md)
+#   training/train.sh            (about an hour on two CPU cores; see README.md)
 # Steps: a Python venv with requirements.txt, the release `tessera` binary, phantoms and
 # resampled volumes (training/.work), training (resumable from .work/checkpoint.pt), ONNX
-# export checked against PyTorch, then metrics through `tessera detect` + `tessera evaluate`.
+# export checked against PyTorch, the rescoring stage (trained on the detector's candidates,
+# exported and named in the card), then metrics through `tessera detect` + `tessera evaluate`.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -24,5 +25,6 @@ py="$here/.venv/bin/python"
 "$py" -m tessera_train.data --tessera "$tessera" --work "$work"
 "$py" -u -m tessera_train.train --tessera "$tessera" --work "$work" --shared "$shared"
 "$py" -m tessera_train.export --work "$work" --out "$out"
+"$py" -u -m tessera_train.rescore --tessera "$tessera" --work "$work" --shared "$shared" --model "$out"
 "$py" -m tessera_train.evaluate --tessera "$tessera" --work "$work" --shared "$shared" --model "$out"
-echo "done: $out (commit model.onnx, model_fp16.onnx and model.json together)"
+echo "done: $out (commit model.onnx, model_fp16.onnx, rescore.onnx and model.json together)"

@@ -250,6 +250,51 @@ fn detect_writes_the_documented_json_and_csv() {
 }
 
 #[test]
+fn detect_runs_the_cards_rescoring_stage_unless_told_not_to() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "128x112x40");
+    let model = test_model().with_file_name("tessera-test-rescore");
+    let detect = |out: &std::path::Path, extra: &[&str]| {
+        let output = tessera()
+            .arg("detect")
+            .arg(&study)
+            .arg("--model")
+            .arg(&model)
+            .args(["--patch", "64x64x24", "--score-threshold", "0", "--out"])
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr_of(&output));
+        let json = std::fs::read(out).unwrap();
+        (
+            stdout_of(&output),
+            serde_json::from_slice::<serde_json::Value>(&json).unwrap(),
+        )
+    };
+    let (stdout, det) = detect(&dir.path().join("rescored.json"), &[]);
+    // The card rescores its 5 best candidates: exactly 5 detections, each with both scores.
+    assert!(stdout.contains("5 candidates rescored in"), "{stdout}");
+    assert_eq!(det["config"]["rescore"], true);
+    assert_eq!(det["stats"]["rescored"], 5);
+    assert_eq!(det["model"]["rescore_sha256"].as_str().unwrap().len(), 64);
+    let detections = det["detections"].as_array().unwrap();
+    assert_eq!(detections.len(), 5);
+    assert!(detections.iter().all(|d| d["detector_score"].is_f64()));
+    let (stdout, det) = detect(&dir.path().join("alone.json"), &["--no-rescore"]);
+    assert!(!stdout.contains("rescored"), "{stdout}");
+    assert_eq!(det["config"]["rescore"], false);
+    assert_eq!(det["stats"]["rescored"], 0);
+    assert!(det["model"].get("rescore_sha256").is_none());
+    let detections = det["detections"].as_array().unwrap();
+    assert!(detections.len() > 5);
+    assert!(detections.iter().all(|d| d.get("detector_score").is_none()));
+}
+
+#[test]
 fn detect_refuses_a_single_pass_plan_with_exit_code_2_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let study = small_phantom(dir.path(), "96x96x24");

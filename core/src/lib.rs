@@ -20,6 +20,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod report;
 pub mod resample;
+pub mod rescore;
 pub mod stitch;
 pub mod view;
 pub mod volume;

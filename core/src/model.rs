@@ -94,6 +94,52 @@ pub struct Variant {
     pub sha256: String,
 }
 
+/// How the rescoring stage's probability and the detector's score make the final score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Combine {
+    /// The classifier's probability alone.
+    Classifier,
+    /// `sqrt(detector * classifier)`: a finding needs both.
+    GeometricMean,
+}
+
+impl Combine {
+    pub fn score(self, detector: f32, classifier: f32) -> f32 {
+        match self {
+            Self::Classifier => classifier,
+            Self::GeometricMean => (detector * classifier).sqrt(),
+        }
+    }
+}
+
+/// A second stage that rescores the detector's best candidates (false-positive reduction): a
+/// classifier that sees a cube of the resampled volume around each candidate, normalised like
+/// the detector's input; its probability and the detector's score make the final score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RescoreSpec {
+    pub model_file: String,
+    /// SHA-256 of `model_file`, hex; the file must match.
+    pub sha256: String,
+    /// Input tensor name: `[n, 1, p, p, p]` (NCDHW), `p` = `patch_voxels`.
+    pub input: String,
+    /// Output tensor name: `[n, 1]`, a probability.
+    pub output: String,
+    /// Edge of the cube, in voxels of the model's grid, centred on the candidate's voxel.
+    pub patch_voxels: usize,
+    /// How many of the detector's best candidates are rescored; the others are dropped.
+    pub candidates: usize,
+    /// The detector's score a candidate needs.
+    pub candidate_threshold: f32,
+    pub combine: Combine,
+    /// Default threshold on the final score (the card's top-level one is the detector's).
+    pub default_score_threshold: f32,
+    #[serde(default)]
+    pub meaning: String,
+    #[serde(default)]
+    pub training: serde_json::Value,
+}
+
 /// `model.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelCard {
@@ -117,7 +163,11 @@ pub struct ModelCard {
     pub receptive_field_voxels: usize,
     pub outputs: Outputs,
     pub recommended_patch: [usize; 3],
+    /// Default threshold on the detector's own scores.
     pub default_score_threshold: f32,
+    /// The rescoring stage, when the model has one.
+    #[serde(default)]
+    pub rescore: Option<RescoreSpec>,
     /// Measured memory per device kind (`cpu`, `cuda`), if calibrated.
     #[serde(default)]
     pub memory: std::collections::BTreeMap<String, MemoryCoefficients>,
@@ -141,6 +191,8 @@ pub struct Model {
     pub card: ModelCard,
     pub onnx_path: PathBuf,
     pub sha256: String,
+    /// The rescoring stage's file and hash, checked like the detector's.
+    pub rescore_file: Option<(PathBuf, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -208,11 +260,25 @@ impl Model {
         for variant in card.variants.values() {
             checked_hash(&dir.join(&variant.model_file), &variant.sha256)?;
         }
+        let rescore_file = match &card.rescore {
+            Some(r) if r.patch_voxels == 0 || r.candidates == 0 => {
+                return Err(bad(
+                    "rescore.patch_voxels and rescore.candidates must be positive".into(),
+                ));
+            }
+            Some(r) => {
+                let path = dir.join(&r.model_file);
+                let hash = checked_hash(&path, &r.sha256)?;
+                Some((path, hash))
+            }
+            None => None,
+        };
         Ok(Self {
             dir: dir.to_path_buf(),
             card,
             onnx_path,
             sha256,
+            rescore_file,
         })
     }
 }

@@ -1,8 +1,10 @@
 //! The one detection pipeline that the CLI and the GUI both drive:
-//! volume -> resample to the card's spacing -> plan -> windows -> stitch -> decode -> result.
+//! volume -> resample to the card's spacing -> plan -> windows -> stitch -> decode ->
+//! (rescore, when the card has the stage) -> result.
 //!
 //! Progress goes to an observer as [`Event`]s, in order: `PlanReady`, then per window
-//! `WindowStarted` and `WindowFinished`, then exactly one of `Finished`, `Cancelled`, `Failed`.
+//! `WindowStarted` and `WindowFinished`, then `RescoreStarted` and `RescoreFinished` when the
+//! rescoring stage runs, then exactly one of `Finished`, `Cancelled`, `Failed`.
 //! The plan is checked (and may be refused) before the runtime is even loaded.
 
 use std::path::PathBuf;
@@ -16,10 +18,11 @@ use crate::infer::gpu::GpuProbe;
 use crate::infer::input::window_input;
 use crate::infer::memory::{self, MemorySample, MemorySource};
 use crate::infer::session::EngineOptions;
-use crate::infer::{CancelToken, Device, Engine, InferError, RuntimeError};
+use crate::infer::{CancelToken, Device, Engine, InferError, PatchClassifier, RuntimeError};
 use crate::model::{Model, OutputFamily, Precision};
 use crate::plan::{MemoryModel, ModelGrid, PlanError, TilePlan, TileSpec, Window};
 use crate::resample::resample;
+use crate::rescore::rescore;
 use crate::stitch::{Maps, Stitcher};
 use crate::volume::{Geometry, Volume};
 
@@ -36,8 +39,11 @@ pub struct DetectConfig {
     /// Host memory strategy of ONNX Runtime (CPU device).
     #[serde(default)]
     pub allocator: CpuAllocator,
-    /// `None`: the card's default.
+    /// `None`: the card's default (the rescoring stage's when it runs).
     pub score_threshold: Option<f32>,
+    /// Run the card's rescoring stage, when it has one.
+    #[serde(default = "enabled")]
+    pub rescore: bool,
     pub nms_iou: f64,
     #[serde(default)]
     pub precision: Precision,
@@ -45,6 +51,10 @@ pub struct DetectConfig {
     /// Overrides the card's memory coefficients (e.g. a calibration from `tessera sweep`).
     #[serde(default)]
     pub memory_model: Option<MemoryModel>,
+}
+
+fn enabled() -> bool {
+    true
 }
 
 /// Progress, as the observer sees it.
@@ -63,6 +73,15 @@ pub enum Event {
         elapsed_s: f64,
         memory: MemorySample,
     },
+    /// The rescoring stage starts on this many of the detector's candidates.
+    RescoreStarted {
+        candidates: usize,
+    },
+    RescoreFinished {
+        candidates: usize,
+        elapsed_s: f64,
+        memory: MemorySample,
+    },
     Finished {
         elapsed_s: f64,
         detections: usize,
@@ -75,6 +94,9 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Detection {
     pub score: f32,
+    /// The detector's own score, when the rescoring stage replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detector_score: Option<f32>,
     pub center_lps_mm: [f64; 3],
     pub size_mm: [f64; 3],
     /// In the original volume's voxels, `min` inclusive, `max` exclusive.
@@ -110,6 +132,13 @@ pub struct RunStats {
     pub precision_drift: Option<f32>,
     /// Peaks over the threshold beyond the decoder's cap ([`crate::detect::MAX_PEAKS`]).
     pub peaks_dropped: usize,
+    /// Candidates the rescoring stage scored (0: it did not run), its time and memory peak.
+    #[serde(default)]
+    pub rescored: usize,
+    #[serde(default)]
+    pub rescore_s: f64,
+    #[serde(default)]
+    pub rescore_peak_bytes: u64,
 }
 
 /// Everything a run produced, and what made it.
@@ -124,6 +153,8 @@ pub struct DetectionResult {
     pub onnxruntime_version: String,
     pub model_name: String,
     pub model_sha256: String,
+    /// The rescoring stage's file hash, when it ran.
+    pub rescore_sha256: Option<String>,
     pub series_uid: String,
     /// The model's input grid (the volume after resampling).
     pub model_geometry: Geometry,
@@ -234,6 +265,10 @@ fn run(
         ort_lib: config.ort_lib.as_deref(),
     };
     let mut engine = Engine::new(model, &options)?;
+    let mut classifier = match config.rescore {
+        true => PatchClassifier::new(model, &options)?,
+        false => None,
+    };
     // GPU memory through NVML on NVIDIA devices; host memory otherwise (or when NVML is absent).
     let mut gpu = match config.device {
         Device::Cuda(i) | Device::TensorRt(i) => {
@@ -264,6 +299,9 @@ fn run(
         precision_drift: None,
         device_name,
         host_peak_memory_bytes: 0,
+        rescored: 0,
+        rescore_s: 0.0,
+        rescore_peak_bytes: 0,
     };
     for window in &plan.windows {
         if cancel.is_cancelled() {
@@ -286,12 +324,7 @@ fn run(
         }
         stitcher.add(window, &outputs.heads);
         let elapsed_s = window_started.elapsed().as_secs_f64();
-        let host = memory::sample();
-        stats.host_peak_memory_bytes = stats.host_peak_memory_bytes.max(host.peak_bytes);
-        let sample = match gpu.as_mut() {
-            Some(Ok(probe)) => probe.sample(),
-            _ => host,
-        };
+        let sample = sample_memory(&mut gpu, &mut stats);
         stats.inference_s += elapsed_s;
         stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
         stats.memory_source = sample.source;
@@ -306,19 +339,65 @@ fn run(
         });
     }
     let maps = stitcher.finish();
-    let threshold = config
-        .score_threshold
-        .unwrap_or(card.default_score_threshold);
+    let stage = card.rescore.as_ref().zip(classifier.as_mut());
+    let rescore_sha256 = match stage {
+        Some(_) => model.rescore_file.as_ref().map(|(_, hash)| hash.clone()),
+        None => None,
+    };
+    let (decode_threshold, threshold) = match &stage {
+        Some((spec, _)) => (
+            spec.candidate_threshold,
+            config
+                .score_threshold
+                .unwrap_or(spec.default_score_threshold),
+        ),
+        None => {
+            let t = config
+                .score_threshold
+                .unwrap_or(card.default_score_threshold);
+            (t, t)
+        }
+    };
     let (peaks, peaks_dropped) = match card.output_family {
-        OutputFamily::Centernet => decode_centernet(&maps, threshold, input.geometry.size),
-        OutputFamily::Segmentation => decode_segmentation(&maps, threshold, input.geometry.size),
+        OutputFamily::Centernet => decode_centernet(&maps, decode_threshold, input.geometry.size),
+        OutputFamily::Segmentation => {
+            decode_segmentation(&maps, decode_threshold, input.geometry.size)
+        }
     };
     stats.peaks_dropped = peaks_dropped;
     let boxes = nms(peaks, config.nms_iou);
+    // (box, the detector's score when the stage replaced it), best first.
+    let scored: Vec<(VoxelBox, Option<f32>)> = match stage {
+        Some((spec, classifier)) => {
+            let candidates = boxes.len().min(spec.candidates);
+            observer(&Event::RescoreStarted { candidates });
+            memory::reset_peak();
+            let stage_started = Instant::now();
+            let rescored = rescore(&boxes, &input.voxels, &card.input, spec, classifier, cancel)?;
+            let elapsed_s = stage_started.elapsed().as_secs_f64();
+            let sample = sample_memory(&mut gpu, &mut stats);
+            (stats.rescored, stats.rescore_s) = (candidates, elapsed_s);
+            stats.rescore_peak_bytes = sample.peak_bytes;
+            observer(&Event::RescoreFinished {
+                candidates,
+                elapsed_s,
+                memory: sample,
+            });
+            rescored
+                .into_iter()
+                .map(|r| (r.voxel_box, Some(r.detector_score)))
+                .collect()
+        }
+        None => boxes.into_iter().map(|b| (b, None)).collect(),
+    };
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
-    let detections = boxes
+    let detections = scored
         .into_iter()
-        .map(|b| to_detection(b, &input.geometry, &volume.geometry, &seams))
+        .filter(|(b, _)| b.score >= threshold)
+        .map(|(b, detector_score)| Detection {
+            detector_score,
+            ..to_detection(b, &input.geometry, &volume.geometry, &seams)
+        })
         .collect();
     stats.elapsed_s = started.elapsed().as_secs_f64();
     Ok(DetectionResult {
@@ -331,10 +410,22 @@ fn run(
         onnxruntime_version: engine.runtime.version.clone(),
         model_name: card.name.clone(),
         model_sha256: model.sha256.clone(),
+        rescore_sha256,
         series_uid: volume.info.series_uid.clone(),
         model_geometry: input.geometry.clone(),
         maps,
     })
+}
+
+/// The device's memory (the GPU's through NVML, else the host's) since the last
+/// [`memory::reset_peak`]; the host's peak also goes into `stats`.
+fn sample_memory(gpu: &mut Option<Result<GpuProbe, String>>, stats: &mut RunStats) -> MemorySample {
+    let host = memory::sample();
+    stats.host_peak_memory_bytes = stats.host_peak_memory_bytes.max(host.peak_bytes);
+    match gpu.as_mut() {
+        Some(Ok(probe)) => probe.sample(),
+        _ => host,
+    }
 }
 
 /// Maps a box on the model grid to the patient and to the original volume's voxels.
@@ -375,6 +466,7 @@ fn to_detection(
     });
     Detection {
         score: b.score,
+        detector_score: None,
         center_lps_mm,
         size_mm,
         box_voxel,

@@ -44,6 +44,9 @@ pub struct ConfigRecord {
     pub threads: usize,
     pub allocator: String,
     pub score_threshold: f32,
+    /// The card's rescoring stage was asked for (it runs when the card has one).
+    #[serde(default)]
+    pub rescore: bool,
     pub nms_iou: f64,
     pub allow_single_pass: bool,
     pub memory_budget_bytes: Option<u64>,
@@ -59,6 +62,9 @@ pub struct RuntimeRecord {
 pub struct ModelRecord {
     pub name: String,
     pub sha256: String,
+    /// The rescoring stage's file, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rescore_sha256: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,11 +91,21 @@ pub struct StatsRecord {
     pub precision_drift: Option<f32>,
     /// Peaks over the threshold that the decoder's cap dropped (0 in a healthy run).
     pub peaks_dropped: usize,
+    /// Candidates rescored (0: no rescoring stage ran), its seconds and host memory peak.
+    #[serde(default)]
+    pub rescored: usize,
+    #[serde(default)]
+    pub rescore_s: f64,
+    #[serde(default)]
+    pub rescore_peak_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DetectionRecord {
     pub score: f32,
+    /// The detector's own score, when the rescoring stage replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detector_score: Option<f32>,
     pub center_lps_mm: [f64; 3],
     pub size_mm: [f64; 3],
     pub box_voxel: BoxVoxel,
@@ -147,6 +163,7 @@ impl DetectionReport {
                 threads: c.threads,
                 allocator: c.allocator.to_string(),
                 score_threshold: result.score_threshold,
+                rescore: c.rescore,
                 nms_iou: c.nms_iou,
                 allow_single_pass: c.tile.allow_single_pass,
                 memory_budget_bytes: c.tile.memory_budget_bytes,
@@ -158,6 +175,7 @@ impl DetectionReport {
             model: ModelRecord {
                 name: result.model_name.clone(),
                 sha256: result.model_sha256.clone(),
+                rescore_sha256: result.rescore_sha256.clone(),
             },
             plan: PlanRecord {
                 windows_per_axis: result.plan.windows_per_axis,
@@ -177,12 +195,16 @@ impl DetectionReport {
                 precision_drift: result.stats.precision_drift,
                 device_name: result.stats.device_name.clone(),
                 host_peak_memory_bytes: result.stats.host_peak_memory_bytes,
+                rescored: result.stats.rescored,
+                rescore_s: result.stats.rescore_s,
+                rescore_peak_bytes: result.stats.rescore_peak_bytes,
             },
             detections: result
                 .detections
                 .iter()
                 .map(|d| DetectionRecord {
                     score: d.score,
+                    detector_score: d.detector_score,
                     center_lps_mm: d.center_lps_mm,
                     size_mm: d.size_mm,
                     box_voxel: d.box_voxel,

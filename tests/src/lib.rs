@@ -55,3 +55,22 @@ pub fn runtime_available() -> bool {
     }
     found
 }
+
+/// The engine tests' small phantom (120x104x44 at 2.4/2.6/5.0 mm, seed 9, three nodules), on
+/// which the test models find a handful of candidates.
+///
+/// # Panics
+/// When the phantom cannot be generated (a bug in the generator).
+pub fn small_phantom() -> tessera_core::volume::Volume {
+    let spec = tessera_core::phantom::PhantomSpec {
+        seed: 9,
+        size: [120, 104, 44],
+        spacing_mm: [2.4, 2.6, 5.0],
+        nodules: 3,
+        noise_hu: 18.0,
+    };
+    match tessera_core::phantom::generate(&spec) {
+        Ok(phantom) => phantom.volume,
+        Err(e) => panic!("the test phantom: {e}"),
+    }
+}

@@ -7,25 +7,17 @@
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
 use tessera_core::model::{Model, Precision, shipped_models_dir};
-use tessera_core::phantom::{self, PhantomSpec};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
 use tessera_core::plan::{BlendMode, PlanError, TileSpec};
 use tessera_core::volume::Volume;
-use tessera_tests::runtime_available;
+use tessera_tests::{runtime_available, small_phantom};
 
 fn model() -> Model {
     Model::load(&shipped_models_dir().join("tessera-test-tiny")).unwrap()
 }
 
 fn volume() -> Volume {
-    let spec = PhantomSpec {
-        seed: 9,
-        size: [120, 104, 44],
-        spacing_mm: [2.4, 2.6, 5.0],
-        nodules: 3,
-        noise_hu: 18.0,
-    };
-    phantom::generate(&spec).unwrap().volume
+    small_phantom()
 }
 
 fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
@@ -41,6 +33,7 @@ fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
         threads: 2,
         allocator: CpuAllocator::default(),
         score_threshold: Some(0.2),
+        rescore: true,
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: None,
         precision: Precision::Fp32,

@@ -17,11 +17,19 @@ from . import config, data
 FROC_THRESHOLD = 0.05  # low, so the curve reaches 8 FP per scan
 
 
-def detect(tessera, series: Path, model: Path, out: Path):
-    if not out.is_file():
-        subprocess.run([str(tessera), "detect", str(series), "--model", str(model),
-                        "--score-threshold", str(FROC_THRESHOLD), "--out", str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
+def detect(tessera, series: Path, model: Path, out: Path, rescore: bool = True):
+    """`tessera detect` at the FROC threshold, cached in `out` while the model files (the
+    detector's, and the rescoring stage's when it runs) are the ones that made it."""
+    card = json.loads((model / "model.json").read_text())
+    wanted = (card["sha256"], card["rescore"]["sha256"] if rescore and "rescore" in card else None)
+    if out.is_file():
+        run = json.loads(out.read_text())
+        if (run["model"]["sha256"], run["model"].get("rescore_sha256")) == wanted:
+            return run
+    cmd = [str(tessera), "detect", str(series), "--model", str(model),
+           "--score-threshold", str(FROC_THRESHOLD), "--out", str(out)]
+    subprocess.run(cmd + ([] if rescore else ["--no-rescore"]), check=True,
+                   stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
 
 
@@ -32,12 +40,13 @@ def evaluate(tessera, flag: str, pairs) -> dict:
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
-def lidc_case(tessera, shared: Path, work: Path, model: Path, case: str, threshold: float):
+def lidc_case(tessera, shared: Path, work: Path, model: Path, case: str, threshold: float,
+              eval_dir: Path, rescore: bool):
     """Every reader-marked nodule with the best score of a detection whose centre lies in it,
     and the detections at the default threshold that hit no mark at all."""
     series = shared / "lidc" / case
-    det_path = work / "eval" / f"{case}.det.json"
-    det = detect(tessera, series, model, det_path)
+    det_path = eval_dir / f"{case}.det.json"
+    det = detect(tessera, series, model, det_path, rescore)
     sidecar = json.loads((work / "lidc" / f"{case}.json").read_text())
     nodules = []
     for n in sidecar["lidc_nodules"]:
@@ -107,25 +116,24 @@ def arguments():
     return ap.parse_args()
 
 
-def main():
-    args = arguments()
-    (args.work / "eval").mkdir(parents=True, exist_ok=True)
-    card_path = args.model / "model.json"
-    card = json.loads(card_path.read_text())
-
+def measure(args, eval_dir: Path, rescore: bool):
+    """Held-out FROC and the LIDC cases through `tessera detect` (with or without the card's
+    rescoring stage, runs cached in `eval_dir`). Returns the metrics and the default threshold:
+    the lowest with at most one false positive per held-out phantom."""
+    eval_dir.mkdir(parents=True, exist_ok=True)
     held = data.make_phantoms(args.tessera, args.work, config.HELD_OUT_PHANTOMS, "held-out")
     pairs = []
     for series, _ in held:
-        det = args.work / "eval" / f"{series.name}.det.json"
-        detect(args.tessera, series, args.model, det)
+        det = eval_dir / f"{series.name}.det.json"
+        detect(args.tessera, series, args.model, det, rescore)
         pairs.append((det, series / "truth.json"))
     froc = evaluate(args.tessera, "--phantom", pairs)
-    # The default threshold: at most one false positive per held-out phantom.
     threshold = operating_threshold(pairs)
-    card["default_score_threshold"] = threshold
     missed = [h for h in froc["hits"] if h[2] is None or h[2] < threshold]
+    stage = "with the rescoring stage" if rescore else "detector alone (--no-rescore)"
     metrics = {
-        "measured_with": "tessera detect (halo tiling, default patch, CPU) then tessera evaluate",
+        "measured_with": f"tessera detect (halo tiling, default patch, CPU), {stage}, "
+                         "then tessera evaluate",
         "default_score_threshold": f"{threshold}: the lowest on a 0.05 grid with at most "
                                    "1 false positive per held-out phantom",
         "held_out_phantoms": {
@@ -136,7 +144,7 @@ def main():
             "froc_sensitivity": [round(s, 4) for s in froc["sensitivity"]],
             "cpm": round(froc["cpm"], 4),
             "missed_at_default_threshold": [
-                {"scan": h[0], "diameter_mm": round(h[1]["diameter_mm"], 1),
+                {"scan": Path(h[0]).name, "diameter_mm": round(h[1]["diameter_mm"], 1),
                  "best_score": h[2]} for h in missed],
         },
     }
@@ -147,7 +155,7 @@ def main():
             print(f"warning: {case} is missing under {args.shared}: no LIDC metrics")
             continue
         det_path, result = lidc_case(args.tessera, args.shared, args.work, args.model, case,
-                                     threshold)
+                                     threshold, eval_dir, rescore)
         lidc.append(result)
         lidc_pairs.append((det_path, args.shared / "lidc" / case))
     if lidc:
@@ -160,8 +168,32 @@ def main():
             "froc_sensitivity": [round(s, 4) for s in lidc_froc["sensitivity"]],
             "cpm": round(lidc_froc["cpm"], 4),
         }
+    return metrics, threshold
+
+
+def main():
+    args = arguments()
+    card_path = args.model / "model.json"
+    card = json.loads(card_path.read_text())
+    alone, threshold = measure(args, args.work / "eval" / "detector", rescore=False)
+    card["default_score_threshold"] = threshold
+    if "rescore" in card:
+        metrics, card["rescore"]["default_score_threshold"] = measure(args, args.work / "eval",
+                                                                      rescore=True)
+        metrics["detector_alone"] = {
+            "default_score_threshold": threshold,
+            "held_out_cpm": alone["held_out_phantoms"]["cpm"],
+            "held_out_froc_sensitivity": alone["held_out_phantoms"]["froc_sensitivity"],
+            "lidc_cpm": alone.get("lidc_idri", {}).get("cpm"),
+            "lidc_false_positives_at_default_threshold": [
+                c["false_positives_at_default_threshold"]
+                for c in alone.get("lidc_idri", {}).get("cases", [])],
+        }
+    else:
+        metrics = alone
     card["metrics"] = metrics
-    card["memory"] = calibrate_memory(args.tessera, args.work, args.model)
+    if not card.get("memory"):  # a fresh export: calibrate (kept otherwise, as committed)
+        card["memory"] = calibrate_memory(args.tessera, args.work, args.model)
     tmp = card_path.with_name(".model.json.tmp")
     tmp.write_text(json.dumps(card, indent=2) + "\n")
     os.replace(tmp, card_path)

@@ -63,9 +63,12 @@ pub struct DetectArgs {
     /// first window is measured and reported.
     #[arg(long, default_value = "fp32")]
     pub precision: Precision,
-    /// Minimum score (default: the card's).
+    /// Minimum score (default: the card's; its rescoring stage's when that runs).
     #[arg(long)]
     pub score_threshold: Option<f32>,
+    /// Skip the card's rescoring stage: the detector's own scores, at its own threshold.
+    #[arg(long)]
+    pub no_rescore: bool,
     /// Where to write the detections (JSON).
     #[arg(long, default_value = "det.json")]
     pub out: PathBuf,
@@ -126,6 +129,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         allocator: args.allocator,
         score_threshold: args.score_threshold,
+        rescore: !args.no_rescore,
         nms_iou: DEFAULT_NMS_IOU,
         ort_lib: ort_lib.map(std::path::Path::to_path_buf),
         precision: args.precision,
@@ -164,6 +168,14 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
                 format_bytes(memory.peak_bytes)
             ));
         }
+        Event::RescoreStarted { candidates } => {
+            bar.set_message(format!("rescoring {candidates} candidates"));
+        }
+        Event::RescoreFinished {
+            candidates,
+            elapsed_s,
+            ..
+        } => bar.set_message(format!("rescored {candidates} in {elapsed_s:.2} s")),
         Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => bar.finish_and_clear(),
     };
     let result = pipeline::detect(&volume, &model, &config, &cancel, &mut observer);
@@ -179,7 +191,8 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         }
         Err(e) => return Err(e.into()),
     };
-    if result.stats.peaks_dropped > 0 {
+    // With a rescoring stage only its best candidates count, far fewer than the cap.
+    if result.stats.peaks_dropped > 0 && result.rescore_sha256.is_none() {
         eprintln!(
             "warning: {} more peaks over the threshold {} were dropped (the decoder keeps the best {}): raise --score-threshold",
             result.stats.peaks_dropped,
@@ -198,8 +211,15 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     if let Some(csv) = &args.csv {
         report.write_luna16_csv(csv)?;
     }
+    let rescored = match result.stats.rescored {
+        0 if result.rescore_sha256.is_none() => String::new(),
+        n => format!(
+            ", {n} candidates rescored in {:.2} s",
+            result.stats.rescore_s
+        ),
+    };
     println!(
-        "{} detection(s) at score >= {} in {:.2} s ({} windows, peak {} {:?}) -> {}",
+        "{} detection(s) at score >= {} in {:.2} s ({} windows{rescored}, peak {} {:?}) -> {}",
         report.detections.len(),
         result.score_threshold,
         result.stats.elapsed_s,

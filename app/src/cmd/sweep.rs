@@ -178,6 +178,7 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
             threads: 1,
             allocator: args.allocator,
             score_threshold: None,
+            rescore: true,
             nms_iou: DEFAULT_NMS_IOU,
             ort_lib: None,
             precision: Precision::Fp32,

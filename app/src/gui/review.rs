@@ -180,6 +180,12 @@ impl Review {
                 export = Some(ExportKind::Csv);
             }
         });
+        if record.report.model.rescore_sha256.is_some() {
+            ui.weak(format!(
+                "Scores are rescored ({} candidates by the model's second stage); hover a score for the detector's own.",
+                record.report.stats.rescored
+            ));
+        }
         let rows = self.rows(record);
         let only_now: Vec<usize> = if self.compare {
             self.parity
@@ -216,7 +222,11 @@ impl Review {
                     if ui.selectable_label(selected, label).clicked() {
                         self.select(i, record, study.as_deref_mut());
                     }
-                    ui.colored_label(super::colors::score(d.score), format!("{:.3}", d.score));
+                    let score =
+                        ui.colored_label(super::colors::score(d.score), format!("{:.3}", d.score));
+                    if let Some(detector) = d.detector_score {
+                        score.on_hover_text(format!("rescored; the detector alone: {detector:.3}"));
+                    }
                     ui.label(format!("{:.1}", max_mm(&d.size_mm)));
                     ui.label(format!(
                         "{:.1}, {:.1}, {:.1}",

@@ -57,6 +57,8 @@ pub struct RunJob {
     pub window_seconds: Vec<f64>,
     pub memory: Option<MemorySample>,
     pub peak_bytes: u64,
+    /// Candidates being rescored, once the windows are done and the stage runs.
+    pub rescoring: Option<usize>,
     pub cancel_requested: bool,
 }
 
@@ -79,6 +81,8 @@ pub struct RunPanel {
     pub threads: usize,
     pub budget_gib: Option<f64>,
     pub allow_single_pass: bool,
+    /// Run the model's rescoring stage, when it has one.
+    pub rescore: bool,
     ort_lib: Option<PathBuf>,
     pub job: Option<RunJob>,
     pub runs: Vec<RunRecord>,
@@ -104,6 +108,7 @@ impl RunPanel {
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             budget_gib: None,
             allow_single_pass: false,
+            rescore: true,
             ort_lib,
             job: None,
             runs: Vec::new(),
@@ -163,6 +168,7 @@ impl RunPanel {
             threads: self.threads,
             allocator: CpuAllocator::default(),
             score_threshold: None,
+            rescore: self.rescore,
             nms_iou: DEFAULT_NMS_IOU,
             ort_lib: self.ort_lib.clone(),
             precision: Precision::Fp32,
@@ -239,6 +245,7 @@ impl RunPanel {
             window_seconds: Vec::new(),
             memory: None,
             peak_bytes: 0,
+            rescoring: None,
             cancel_requested: false,
         });
         Ok(())
@@ -273,6 +280,11 @@ impl RunPanel {
                         job.peak_bytes = job.peak_bytes.max(memory.peak_bytes);
                         job.memory = Some(memory);
                         job.current = None;
+                    }
+                    Event::RescoreStarted { candidates } => job.rescoring = Some(candidates),
+                    Event::RescoreFinished { memory, .. } => {
+                        job.peak_bytes = job.peak_bytes.max(memory.peak_bytes);
+                        job.memory = Some(memory);
                     }
                     Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => {}
                 },
@@ -428,6 +440,15 @@ impl RunPanel {
             }
         });
         ui.checkbox(&mut self.allow_single_pass, "Allow one window (not tiling)");
+        if let Some(Ok(model)) = &self.model
+            && let Some(stage) = &model.card.rescore
+        {
+            ui.checkbox(&mut self.rescore, "Rescore candidates")
+                .on_hover_text(format!(
+                    "The model's second stage scores its {} best candidates again",
+                    stage.candidates
+                ));
+        }
     }
 
     fn choose_for_budget(&mut self) {
@@ -464,10 +485,14 @@ fn progress_ui(ui: &mut Ui, job: &RunJob, budget: Option<u64>, device: &Device) 
     } else {
         0.0
     };
-    ui.add(egui::ProgressBar::new(fraction).text(format!(
-        "window {} of {total}, {elapsed:.1} s, {remaining}",
-        (done + 1).min(total.max(1))
-    )));
+    let text = match job.rescoring {
+        Some(n) => format!("rescoring {n} candidates, {elapsed:.1} s"),
+        None => format!(
+            "window {} of {total}, {elapsed:.1} s, {remaining}",
+            (done + 1).min(total.max(1))
+        ),
+    };
+    ui.add(egui::ProgressBar::new(fraction).text(text));
     if job.cancel_requested {
         ui.label("Cancelling after the current window…");
     }

@@ -1,6 +1,9 @@
-//! Cuts one window out of a volume and normalises it as the model card says.
+//! Cuts model inputs out of a volume (a window for the detector, a cube around a candidate for
+//! the rescoring stage) and normalises them as the model card says.
 
-use ndarray::{Array5, s};
+use std::ops::Range;
+
+use ndarray::{Array3, Array5, ArrayViewMut3, s};
 
 use crate::model::InputSpec;
 use crate::plan::Window;
@@ -9,23 +12,47 @@ use crate::volume::Voxels;
 /// `[1, 1, z, y, x]`: HU clipped to the card's window and mapped to `[0, 1]`. Voxels beyond the
 /// volume (the stride padding) are 0, i.e. the window's low end (air).
 pub fn window_input(voxels: &Voxels, window: &Window, spec: &InputSpec) -> Array5<f32> {
-    let [lo, hi] = spec.hu_window;
-    let scale = 1.0 / (hi - lo);
     let size = window.size();
     let mut out = Array5::<f32>::zeros((1, 1, size[2], size[1], size[0]));
+    let start = window.min.map(|v| v as i64);
+    fill(out.slice_mut(s![0, 0, .., .., ..]), voxels, start, spec);
+    out
+}
+
+/// `[z, y, x]`, an `edge`-voxel cube centred on `center` (voxels `[x, y, z]`, rounded half to
+/// even as NumPy does in training): voxels `round(c) - edge / 2 ..` on each axis, normalised
+/// like [`window_input`], air (0) beyond the volume on every side.
+pub fn candidate_patch(
+    voxels: &Voxels,
+    center: [f64; 3],
+    edge: usize,
+    spec: &InputSpec,
+) -> Array3<f32> {
+    let mut out = Array3::<f32>::zeros((edge, edge, edge));
+    let start = center.map(|c| c.round_ties_even() as i64 - (edge / 2) as i64);
+    fill(out.view_mut(), voxels, start, spec);
+    out
+}
+
+/// Fills `target` (`[z, y, x]`, zeros) with the normalised voxels from `start` (`[x, y, z]`, may
+/// be negative) on; what lies beyond the volume stays 0.
+fn fill(mut target: ArrayViewMut3<'_, f32>, voxels: &Voxels, start: [i64; 3], spec: &InputSpec) {
+    let (d, h, w) = target.dim();
+    let extent = [w, h, d];
     let volume_size = voxels.size();
-    // The part of the window inside the volume.
-    let end: [usize; 3] = std::array::from_fn(|a| window.max[a].min(volume_size[a]));
-    if (0..3).any(|a| end[a] <= window.min[a]) {
-        return out;
+    // Per axis: the volume's voxels inside the target, and where they go in it.
+    let inside: [Range<i64>; 3] = std::array::from_fn(|a| {
+        start[a].max(0)..(start[a] + extent[a] as i64).min(volume_size[a] as i64)
+    });
+    if inside.iter().any(|r| r.end <= r.start) {
+        return;
     }
-    let extent: [usize; 3] = std::array::from_fn(|a| end[a] - window.min[a]);
-    let mut target = out.slice_mut(s![0, 0, ..extent[2], ..extent[1], ..extent[0]]);
-    let region = s![
-        window.min[2]..end[2],
-        window.min[1]..end[1],
-        window.min[0]..end[0]
-    ];
+    let to = |a: usize| (inside[a].start - start[a]) as usize..(inside[a].end - start[a]) as usize;
+    let from = |a: usize| inside[a].start as usize..inside[a].end as usize;
+    let mut target = target.slice_mut(s![to(2), to(1), to(0)]);
+    let region = s![from(2), from(1), from(0)];
+    let [lo, hi] = spec.hu_window;
+    let scale = 1.0 / (hi - lo);
     let normalise = move |hu: f32| (hu.clamp(lo, hi) - lo) * scale;
     match voxels {
         Voxels::I16(a) => {
@@ -33,7 +60,6 @@ pub fn window_input(voxels: &Voxels, window: &Window, spec: &InputSpec) -> Array
         }
         Voxels::F32(a) => target.zip_mut_with(&a.slice(region), |o, v| *o = normalise(*v)),
     }
-    out
 }
 
 #[cfg(test)]
@@ -76,5 +102,37 @@ mod tests {
             window_input(&Voxels::I16(a), &whole, &spec)[[0, 0, 0, 0, 0]],
             0.5
         );
+    }
+
+    #[test]
+    fn candidate_patches_are_centred_and_padded_with_air_on_every_side() {
+        // Voxel value encodes its position: hu = 100 z + 10 y + x - 1000.
+        let a = Array3::<i16>::from_shape_fn((5, 6, 7), |(z, y, x)| {
+            (100 * z + 10 * y + x) as i16 - 1000
+        });
+        let spec = InputSpec {
+            name: "ct".into(),
+            layout: "NCDHW".into(),
+            hu_window: [-1000.0, 400.0],
+            normalisation: String::new(),
+        };
+        let voxels = Voxels::I16(a);
+        let hu = |v: f32| v * 1400.0 - 1000.0;
+        // Centre (1.5, 2.4, 0.6) rounds (half to even) to (2, 2, 1); a 4-cube starts at (0, 0, -1).
+        let p = candidate_patch(&voxels, [1.5, 2.4, 0.6], 4, &spec);
+        assert_eq!(p.dim(), (4, 4, 4));
+        assert!(p.slice(s![0, .., ..]).iter().all(|&v| v == 0.0)); // z = -1: air
+        assert!((hu(p[[1, 3, 2]]) - (100.0 * 0.0 + 10.0 * 3.0 + 2.0 - 1000.0)).abs() < 1e-3);
+        assert!((hu(p[[3, 0, 1]]) - (100.0 * 2.0 + 1.0 - 1000.0)).abs() < 1e-3);
+        // Near the far corner: x 5..9, y 4..8, z 3..7; beyond the volume is air.
+        let p = candidate_patch(&voxels, [7.0, 6.0, 5.0], 4, &spec);
+        assert!((hu(p[[0, 0, 0]]) - (300.0 + 40.0 + 5.0 - 1000.0)).abs() < 1e-3);
+        assert!((hu(p[[1, 1, 1]]) - (400.0 + 50.0 + 6.0 - 1000.0)).abs() < 1e-3);
+        assert_eq!(p[[2, 0, 0]], 0.0); // z = 5
+        assert_eq!(p[[0, 2, 0]], 0.0); // y = 6
+        assert_eq!(p[[0, 0, 2]], 0.0); // x = 7
+        // Wholly outside: all air.
+        let p = candidate_patch(&voxels, [-10.0, 0.0, 0.0], 4, &spec);
+        assert!(p.iter().all(|&v| v == 0.0));
     }
 }

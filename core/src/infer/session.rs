@@ -69,6 +69,8 @@ pub enum InferError {
     },
     #[error("inference failed on window {window}: {reason}")]
     Run { window: usize, reason: String },
+    #[error("rescoring the candidates failed: {reason}")]
+    Rescore { reason: String },
     #[error("cancelled")]
     Cancelled,
 }
@@ -153,77 +155,16 @@ impl Engine {
     /// fall back to CPU.
     pub fn new(model: &Model, options: &EngineOptions<'_>) -> Result<Self, InferError> {
         let EngineOptions {
-            device,
-            threads,
-            allocator,
-            precision,
-            ort_lib,
+            device, precision, ..
         } = *options;
-        let flavour = if device == Device::Cpu {
-            Flavour::Cpu
-        } else {
-            Flavour::Gpu
-        };
-        let runtime = init_runtime(ort_lib, flavour)?;
-        let fail = |reason: String| {
-            let hint = if device == Device::Cpu {
-                ""
-            } else {
-                " (GPU devices need the GPU runtime: ./scripts/setup.sh --gpu, and an NVIDIA driver)"
-            };
-            InferError::Session {
-                device,
-                model: model.card.name.clone(),
-                reason: format!("{reason}{hint}"),
-            }
-        };
-        let (model_path, _) = model.file_for(precision).map_err(|e| fail(e.to_string()))?;
-        let mut builder =
-            Session::builder(&runtime.environment).map_err(|e| fail(e.to_string()))?;
-        let (providers, execution_provider) = match device {
-            Device::Cpu if allocator == CpuAllocator::None => (
-                vec![ort::ep::CPU::default().with_arena_allocator(false).build()],
-                "CPUExecutionProvider",
-            ),
-            Device::Cpu => (Vec::new(), "CPUExecutionProvider"),
-            Device::Cuda(id) => (
-                vec![
-                    ort::ep::CUDA::default()
-                        .with_device_id(id)
-                        .build()
-                        .error_on_failure(),
-                ],
-                "CUDAExecutionProvider",
-            ),
-            Device::TensorRt(id) => (
-                vec![
-                    ort::ep::TensorRT::default()
-                        .with_device_id(id)
-                        .build()
-                        .error_on_failure(),
-                ],
-                "TensorrtExecutionProvider",
-            ),
-        };
-        builder = builder
-            .with_execution_providers(providers)
-            .map_err(|e| fail(e.to_string()))?;
-        builder = builder
-            .with_intra_threads(threads.max(1))
-            .map_err(|e| fail(e.to_string()))?;
-        builder = builder
-            .with_inter_threads(1)
-            .map_err(|e| fail(e.to_string()))?;
-        if device == Device::Cpu && allocator == CpuAllocator::TightArena {
-            ensure_tight_arena(&runtime.environment).map_err(&fail)?;
-            builder = builder
-                .with_env_allocators()
-                .map_err(|e| fail(e.to_string()))?;
-        }
-        let session = builder
-            .commit_from_file(&model_path)
-            .map_err(|e| fail(e.to_string()))?;
-        check_input(&session, model)?;
+        let (model_path, _) = model.file_for(precision).map_err(|e| InferError::Session {
+            device,
+            model: model.card.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let (session, runtime, execution_provider) =
+            open_session(&model_path, &model.card.name, options)?;
+        check_input(&session, &model.card.name, &model.card.input.name)?;
         let available: Vec<String> = session
             .outputs()
             .iter()
@@ -264,41 +205,134 @@ impl Engine {
         input: Array5<f32>,
         cancel: &CancelToken,
     ) -> Result<WindowOutputs, InferError> {
-        if cancel.is_cancelled() {
-            return Err(InferError::Cancelled);
-        }
         let fail = |reason: String| InferError::Run { window, reason };
-        let options = Arc::new(RunOptions::new().map_err(|e| fail(e.to_string()))?);
-        cancel.attach(options.clone());
-        let tensor = ort::value::Tensor::from_array(input).map_err(|e| fail(e.to_string()))?;
-        let result = self
-            .session
-            .run_with_options(ort::inputs![self.input_name.as_str() => tensor], &options);
-        cancel.detach();
-        let outputs = match result {
-            Ok(outputs) => outputs,
-            Err(_) if cancel.is_cancelled() => return Err(InferError::Cancelled),
-            Err(e) => return Err(fail(e.to_string())),
-        };
-        let mut heads = Vec::with_capacity(self.output_names.len());
-        for name in &self.output_names {
-            let array = outputs[name.as_str()]
-                .try_extract_array::<f32>()
-                .map_err(|e| fail(format!("output {name}: {e}")))?;
-            let array = array
-                .into_dimensionality::<Ix5>()
-                .map_err(|e| fail(format!("output {name} is not 5-D: {e}")))?;
-            heads.push(array.index_axis(ndarray::Axis(0), 0).to_owned());
-        }
+        let names = &self.output_names;
+        let input_name = self.input_name.as_str();
+        let heads = run_cancellable(&mut self.session, input_name, input, cancel, &fail, |out| {
+            let mut heads = Vec::with_capacity(names.len());
+            for name in names {
+                let array = out[name.as_str()]
+                    .try_extract_array::<f32>()
+                    .map_err(|e| fail(format!("output {name}: {e}")))?;
+                let array = array
+                    .into_dimensionality::<Ix5>()
+                    .map_err(|e| fail(format!("output {name} is not 5-D: {e}")))?;
+                heads.push(array.index_axis(ndarray::Axis(0), 0).to_owned());
+            }
+            Ok(heads)
+        })?;
         Ok(WindowOutputs { heads })
     }
 }
 
+/// Runs `session` on one input tensor, stoppable by `cancel` before and during the run;
+/// `extract` copies what the caller needs out of the outputs.
+pub(crate) fn run_cancellable<T>(
+    session: &mut Session,
+    input_name: &str,
+    input: Array5<f32>,
+    cancel: &CancelToken,
+    fail: &dyn Fn(String) -> InferError,
+    extract: impl FnOnce(&ort::session::SessionOutputs<'_>) -> Result<T, InferError>,
+) -> Result<T, InferError> {
+    if cancel.is_cancelled() {
+        return Err(InferError::Cancelled);
+    }
+    let options = Arc::new(RunOptions::new().map_err(|e| fail(e.to_string()))?);
+    cancel.attach(options.clone());
+    let tensor = ort::value::Tensor::from_array(input).map_err(|e| fail(e.to_string()))?;
+    let result = session.run_with_options(ort::inputs![input_name => tensor], &options);
+    cancel.detach();
+    match result {
+        Ok(outputs) => extract(&outputs),
+        Err(_) if cancel.is_cancelled() => Err(InferError::Cancelled),
+        Err(e) => Err(fail(e.to_string())),
+    }
+}
+
+/// A session for the ONNX file at `path` on the options' device (any precision is the file's
+/// own), the runtime it runs on, and the execution provider's name. `name` is for errors.
+pub(crate) fn open_session(
+    path: &Path,
+    name: &str,
+    options: &EngineOptions<'_>,
+) -> Result<(Session, Runtime, &'static str), InferError> {
+    let EngineOptions {
+        device,
+        threads,
+        allocator,
+        ort_lib,
+        ..
+    } = *options;
+    let flavour = if device == Device::Cpu {
+        Flavour::Cpu
+    } else {
+        Flavour::Gpu
+    };
+    let runtime = init_runtime(ort_lib, flavour)?;
+    let fail = |reason: String| {
+        let hint = if device == Device::Cpu {
+            ""
+        } else {
+            " (GPU devices need the GPU runtime: ./scripts/setup.sh --gpu, and an NVIDIA driver)"
+        };
+        InferError::Session {
+            device,
+            model: name.to_string(),
+            reason: format!("{reason}{hint}"),
+        }
+    };
+    let mut builder = Session::builder(&runtime.environment).map_err(|e| fail(e.to_string()))?;
+    let (providers, execution_provider) = match device {
+        Device::Cpu if allocator == CpuAllocator::None => (
+            vec![ort::ep::CPU::default().with_arena_allocator(false).build()],
+            "CPUExecutionProvider",
+        ),
+        Device::Cpu => (Vec::new(), "CPUExecutionProvider"),
+        Device::Cuda(id) => (
+            vec![
+                ort::ep::CUDA::default()
+                    .with_device_id(id)
+                    .build()
+                    .error_on_failure(),
+            ],
+            "CUDAExecutionProvider",
+        ),
+        Device::TensorRt(id) => (
+            vec![
+                ort::ep::TensorRT::default()
+                    .with_device_id(id)
+                    .build()
+                    .error_on_failure(),
+            ],
+            "TensorrtExecutionProvider",
+        ),
+    };
+    builder = builder
+        .with_execution_providers(providers)
+        .map_err(|e| fail(e.to_string()))?;
+    builder = builder
+        .with_intra_threads(threads.max(1))
+        .map_err(|e| fail(e.to_string()))?;
+    builder = builder
+        .with_inter_threads(1)
+        .map_err(|e| fail(e.to_string()))?;
+    if device == Device::Cpu && allocator == CpuAllocator::TightArena {
+        ensure_tight_arena(&runtime.environment).map_err(&fail)?;
+        builder = builder
+            .with_env_allocators()
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    let session = builder
+        .commit_from_file(path)
+        .map_err(|e| fail(e.to_string()))?;
+    Ok((session, runtime, execution_provider))
+}
+
 /// The card's input must be the model's: same name, a float tensor of rank 5 (NCDHW).
-fn check_input(session: &Session, model: &Model) -> Result<(), InferError> {
-    let wanted = &model.card.input.name;
+pub(crate) fn check_input(session: &Session, model: &str, wanted: &str) -> Result<(), InferError> {
     let mismatch = |reason: String| InferError::InputMismatch {
-        model: model.card.name.clone(),
+        model: model.to_string(),
         reason,
     };
     let inputs = session.inputs();
@@ -311,7 +345,7 @@ fn check_input(session: &Session, model: &Model) -> Result<(), InferError> {
     };
     if inputs.len() != 1 {
         return Err(mismatch(format!(
-            "it has {} inputs; Tessera feeds one volume",
+            "it has {} inputs; Tessera feeds one tensor",
             inputs.len()
         )));
     }

@@ -1,0 +1,77 @@
+//! The rescoring stage's session: a batch of candidate patches in, one probability each out.
+
+use ndarray::Array5;
+use ort::session::Session;
+
+use super::session::{
+    CancelToken, EngineOptions, InferError, check_input, open_session, run_cancellable,
+};
+use crate::model::{Model, Precision};
+
+/// The card's rescoring classifier on one device (its ONNX file is fp32 whatever the run's
+/// precision).
+#[derive(Debug)]
+pub struct PatchClassifier {
+    session: Session,
+    input: String,
+    output: String,
+}
+
+impl PatchClassifier {
+    /// Opens the rescoring stage of `model`; `None` when its card has none.
+    pub fn new(model: &Model, options: &EngineOptions<'_>) -> Result<Option<Self>, InferError> {
+        let (Some(spec), Some((path, _))) = (&model.card.rescore, &model.rescore_file) else {
+            return Ok(None);
+        };
+        let name = format!("{} (rescoring stage)", model.card.name);
+        let options = EngineOptions {
+            precision: Precision::Fp32,
+            ..*options
+        };
+        let (session, _, _) = open_session(path, &name, &options)?;
+        check_input(&session, &name, &spec.input)?;
+        if !session.outputs().iter().any(|o| o.name() == spec.output) {
+            let available: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
+            return Err(InferError::MissingOutput {
+                model: name,
+                name: spec.output.clone(),
+                available: available.join(", "),
+            });
+        }
+        Ok(Some(Self {
+            session,
+            input: spec.input.clone(),
+            output: spec.output.clone(),
+        }))
+    }
+
+    /// Scores `patches` (`[n, 1, p, p, p]`, normalised): one probability per patch, in order.
+    pub fn run(
+        &mut self,
+        patches: Array5<f32>,
+        cancel: &CancelToken,
+    ) -> Result<Vec<f32>, InferError> {
+        let n = patches.shape()[0];
+        let fail = |reason: String| InferError::Rescore { reason };
+        let output = self.output.as_str();
+        run_cancellable(
+            &mut self.session,
+            &self.input,
+            patches,
+            cancel,
+            &fail,
+            |out| {
+                let scores = out[output]
+                    .try_extract_array::<f32>()
+                    .map_err(|e| fail(format!("output {output}: {e}")))?;
+                if scores.len() != n {
+                    return Err(fail(format!(
+                        "output {output} has shape {:?}; {n} patches need {n} scores",
+                        scores.shape()
+                    )));
+                }
+                Ok(scores.iter().copied().collect())
+            },
+        )
+    }
+}

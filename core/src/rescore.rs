@@ -1,0 +1,55 @@
+//! The rescoring stage (false-positive reduction): the detector's best candidates, each scored
+//! again by the card's classifier on a cube of the model's input grid around its centre, and
+//! given the score the card's `combine` makes of both.
+
+use ndarray::{Array5, Axis};
+
+use crate::detect::VoxelBox;
+use crate::infer::input::candidate_patch;
+use crate::infer::{CancelToken, InferError, PatchClassifier};
+use crate::model::{InputSpec, RescoreSpec};
+use crate::volume::Voxels;
+
+/// Patches per classifier run: small enough for any device, large enough to keep it busy.
+pub const BATCH: usize = 32;
+
+/// A candidate after rescoring.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rescored {
+    /// The box with the final score (the card's `combine` of both).
+    pub voxel_box: VoxelBox,
+    /// What the detector gave it.
+    pub detector_score: f32,
+}
+
+/// Rescores the first `spec.candidates` of `boxes` (the detector's order, best first; the rest
+/// are dropped). Returns them sorted by the new score, ties in the detector's order.
+pub fn rescore(
+    boxes: &[VoxelBox],
+    voxels: &Voxels,
+    input: &InputSpec,
+    spec: &RescoreSpec,
+    classifier: &mut PatchClassifier,
+    cancel: &CancelToken,
+) -> Result<Vec<Rescored>, InferError> {
+    let candidates = &boxes[..boxes.len().min(spec.candidates)];
+    let edge = spec.patch_voxels;
+    let mut rescored = Vec::with_capacity(candidates.len());
+    for chunk in candidates.chunks(BATCH) {
+        let mut batch = Array5::<f32>::zeros((chunk.len(), 1, edge, edge, edge));
+        for (mut slot, b) in batch.axis_iter_mut(Axis(0)).zip(chunk) {
+            slot.index_axis_mut(Axis(0), 0)
+                .assign(&candidate_patch(voxels, b.center, edge, input));
+        }
+        let scores = classifier.run(batch, cancel)?;
+        rescored.extend(chunk.iter().zip(scores).map(|(b, p)| Rescored {
+            voxel_box: VoxelBox {
+                score: spec.combine.score(b.score, p),
+                ..*b
+            },
+            detector_score: b.score,
+        }));
+    }
+    rescored.sort_by(|a, b| b.voxel_box.score.total_cmp(&a.voxel_box.score));
+    Ok(rescored)
+}
