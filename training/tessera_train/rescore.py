@@ -30,18 +30,19 @@ from .train import normalise
 
 PATCH = 24  # voxels at the target spacing (30 mm), centred on the candidate
 TOP = 300  # candidates per scan, best detector score first
-STEPS = 2000
+JITTER = 2  # training crops move the centre by up to this many voxels along each axis
+STEPS = 3000
 SEED = 7
 
 
-def candidates(det: dict, npy: Path):
-    """The top candidates and their patches (int16 HU, air outside the volume)."""
+def candidates(det: dict, npy: Path, edge: int = PATCH):
+    """The top candidates and their `edge`^3 patches (int16 HU, air outside the volume)."""
     sidecar = json.loads(npy.with_suffix(".json").read_text())
-    h = PATCH // 2 + 2
+    h = edge // 2 + 2
     hu = np.pad(np.load(npy), h, constant_values=int(config.HU_WINDOW[0]))
     dets = det["detections"][:TOP]
-    lo, hi = PATCH // 2, PATCH - PATCH // 2
-    patches = np.zeros((len(dets), PATCH, PATCH, PATCH), np.int16)
+    lo, hi = edge // 2, edge - edge // 2
+    patches = np.zeros((len(dets), edge, edge, edge), np.int16)
     for i, d in enumerate(dets):
         x, y, z = np.round(data.voxel_from_world(sidecar, d["center_lps_mm"])).astype(int) + h
         patches[i] = hu[z - lo:z + hi, y - lo:y + hi, x - lo:x + hi]
@@ -78,6 +79,7 @@ def augment(batch: np.ndarray, rng) -> np.ndarray:
 
 
 def train(patches: np.ndarray, labels: np.ndarray, rng) -> Classifier:
+    """`patches` are PATCH + 2 JITTER wide: each step crops PATCH^3 at a random offset."""
     pos, neg = np.flatnonzero(labels), np.flatnonzero(~labels)
     net = Classifier()
     opt = torch.optim.AdamW(net.parameters(), 1e-3, weight_decay=1e-4)
@@ -85,7 +87,10 @@ def train(patches: np.ndarray, labels: np.ndarray, rng) -> Classifier:
     t0, running = time.time(), 0.0
     for step in range(STEPS):
         idx = np.concatenate([rng.choice(pos, 12), rng.choice(neg, 20)])  # balanced batches
-        x = torch.from_numpy(normalise(augment(patches[idx], rng)))[:, None]
+        offsets = rng.integers(0, 2 * JITTER + 1, size=(len(idx), 3))
+        batch = np.stack([patches[i][z:z + PATCH, y:y + PATCH, x:x + PATCH]
+                          for i, (z, y, x) in zip(idx, offsets)])
+        x = torch.from_numpy(normalise(augment(batch, rng)))[:, None]
         y = torch.from_numpy(labels[idx].astype(np.float32))[:, None]
         loss = nn.functional.binary_cross_entropy_with_logits(net(x), y)
         opt.zero_grad()
@@ -151,7 +156,8 @@ def export(net: Classifier, model_dir: Path, work: Path, trained_on: str):
                             "sigmoid",
             "steps": STEPS,
             "batch": "12 candidates on nodules + 20 others",
-            "augmentation": "flips, axis permutations, HU shift and noise",
+            "augmentation": f"centre jitter of up to {JITTER} voxels per axis, flips, axis "
+                            "permutations, HU shift and noise",
             "data": trained_on,
             "onnx_vs_pytorch_max_abs_diff": worst,
         },
@@ -171,7 +177,7 @@ def main():
     for series, npy in data.make_phantoms(args.tessera, args.work, config.TRAIN_PHANTOMS, "train"):
         det = detect(args.tessera, series, args.model, cache / f"{series.name}.det.json",
                      rescore=False)
-        dets, patches = candidates(det, npy)
+        dets, patches = candidates(det, npy, PATCH + 2 * JITTER)
         xs.append(patches)
         truth = json.loads((series / "truth.json").read_text())
         ys.append(np.array([hits_a_nodule(d, truth) for d in dets], dtype=bool))
