@@ -91,7 +91,8 @@ pub struct StatsRecord {
     pub precision_drift: Option<f32>,
     /// Peaks over the threshold that the decoder's cap dropped (0 in a healthy run).
     pub peaks_dropped: usize,
-    /// Candidates rescored (0: no rescoring stage ran), its seconds and host memory peak.
+    /// Candidates rescored (0: no rescoring stage ran), its seconds and memory peak (measured
+    /// like `peak_memory_bytes`: the GPU through NVML, else the process).
     #[serde(default)]
     pub rescored: usize,
     #[serde(default)]
