@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Retrains the shipped detector from scratch, with fixed seeds, into assets/models/tessera-nodule.
-#   training/train.sh            (about an hour on two CPU cores; see README.md)
+#   training/train.sh            (about an hour on two CPU cores, measured in parts: about 40
+#                                  min for the detector, 20 for the rescoring stage; README.md)
 # Steps: a Python venv with requirements.txt, the release `tessera` binary, phantoms and
 # resampled volumes (training/.work), training (resumable from .work/checkpoint.pt), ONNX
 # export checked against PyTorch, the rescoring stage (trained on the detector's candidates,

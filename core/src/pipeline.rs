@@ -369,14 +369,16 @@ fn run(
     // (box, the detector's score when the stage replaced it), best first.
     let scored: Vec<(VoxelBox, Option<f32>)> = match stage {
         Some((spec, classifier)) => {
-            let candidates = boxes.len().min(spec.candidates);
+            let best = &boxes[..boxes.len().min(spec.candidates)];
+            let candidates = best.len();
             observer(&Event::RescoreStarted { candidates });
             memory::reset_peak();
             let stage_started = Instant::now();
-            let rescored = rescore(&boxes, &input.voxels, &card.input, spec, classifier, cancel)?;
+            let rescored = rescore(best, &input.voxels, &card.input, spec, classifier, cancel)?;
             let elapsed_s = stage_started.elapsed().as_secs_f64();
             let sample = sample_memory(&mut gpu, &mut stats);
-            (stats.rescored, stats.rescore_s) = (candidates, elapsed_s);
+            stats.rescored = candidates;
+            stats.rescore_s = elapsed_s;
             stats.rescore_peak_bytes = sample.peak_bytes;
             observer(&Event::RescoreFinished {
                 candidates,

@@ -22,24 +22,22 @@ pub struct Rescored {
     pub detector_score: f32,
 }
 
-/// Rescores the first `spec.candidates` of `boxes` (the detector's order, best first; the rest
-/// are dropped). Returns them sorted by the new score, ties in the detector's order.
+/// Rescores `candidates` (the detector's best, in its order). Returns them sorted by the new
+/// score, ties in the detector's order.
 pub fn rescore(
-    boxes: &[VoxelBox],
+    candidates: &[VoxelBox],
     voxels: &Voxels,
     input: &InputSpec,
     spec: &RescoreSpec,
     classifier: &mut PatchClassifier,
     cancel: &CancelToken,
 ) -> Result<Vec<Rescored>, InferError> {
-    let candidates = &boxes[..boxes.len().min(spec.candidates)];
     let edge = spec.patch_voxels;
     let mut rescored = Vec::with_capacity(candidates.len());
     for chunk in candidates.chunks(BATCH) {
         let mut batch = Array5::<f32>::zeros((chunk.len(), 1, edge, edge, edge));
         for (mut slot, b) in batch.axis_iter_mut(Axis(0)).zip(chunk) {
-            slot.index_axis_mut(Axis(0), 0)
-                .assign(&candidate_patch(voxels, b.center, edge, input));
+            candidate_patch(slot.index_axis_mut(Axis(0), 0), voxels, b.center, input);
         }
         let scores = classifier.run(batch, cancel)?;
         rescored.extend(chunk.iter().zip(scores).map(|(b, p)| Rescored {

@@ -211,12 +211,12 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     if let Some(csv) = &args.csv {
         report.write_luna16_csv(csv)?;
     }
-    let rescored = match result.stats.rescored {
-        0 if result.rescore_sha256.is_none() => String::new(),
-        n => format!(
-            ", {n} candidates rescored in {:.2} s",
-            result.stats.rescore_s
+    let rescored = match result.rescore_sha256 {
+        Some(_) => format!(
+            ", {} candidates rescored in {:.2} s",
+            result.stats.rescored, result.stats.rescore_s
         ),
+        None => String::new(),
     };
     println!(
         "{} detection(s) at score >= {} in {:.2} s ({} windows{rescored}, peak {} {:?}) -> {}",

@@ -4,7 +4,8 @@ use ndarray::Array5;
 use ort::session::Session;
 
 use super::session::{
-    CancelToken, EngineOptions, InferError, check_input, open_session, run_cancellable,
+    CancelToken, EngineOptions, InferError, check_input, check_output, open_session,
+    run_cancellable,
 };
 use crate::model::{Model, Precision};
 
@@ -30,14 +31,7 @@ impl PatchClassifier {
         };
         let (session, _, _) = open_session(path, &name, &options)?;
         check_input(&session, &name, &spec.input)?;
-        if !session.outputs().iter().any(|o| o.name() == spec.output) {
-            let available: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
-            return Err(InferError::MissingOutput {
-                model: name,
-                name: spec.output.clone(),
-                available: available.join(", "),
-            });
-        }
+        check_output(&session, &name, &spec.output)?;
         Ok(Some(Self {
             session,
             input: spec.input.clone(),

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use ndarray::{Array3, Array5, ArrayViewMut3, s};
+use ndarray::{Array5, ArrayViewMut3, s};
 
 use crate::model::InputSpec;
 use crate::plan::Window;
@@ -19,19 +19,19 @@ pub fn window_input(voxels: &Voxels, window: &Window, spec: &InputSpec) -> Array
     out
 }
 
-/// `[z, y, x]`, an `edge`-voxel cube centred on `center` (voxels `[x, y, z]`, rounded half to
-/// even as NumPy does in training): voxels `round(c) - edge / 2 ..` on each axis, normalised
-/// like [`window_input`], air (0) beyond the volume on every side.
+/// Fills `target` (`[z, y, x]`, an `edge`-voxel cube of zeros) with the cube centred on
+/// `center` (voxels `[x, y, z]`, rounded half to even as NumPy does in training): voxels
+/// `round(c) - edge / 2 ..` on each axis, normalised like [`window_input`], air (0) beyond the
+/// volume on every side.
 pub fn candidate_patch(
+    target: ArrayViewMut3<'_, f32>,
     voxels: &Voxels,
     center: [f64; 3],
-    edge: usize,
     spec: &InputSpec,
-) -> Array3<f32> {
-    let mut out = Array3::<f32>::zeros((edge, edge, edge));
+) {
+    let edge = target.dim().0;
     let start = center.map(|c| c.round_ties_even() as i64 - (edge / 2) as i64);
-    fill(out.view_mut(), voxels, start, spec);
-    out
+    fill(target, voxels, start, spec);
 }
 
 /// Fills `target` (`[z, y, x]`, zeros) with the normalised voxels from `start` (`[x, y, z]`, may
@@ -66,6 +66,12 @@ fn fill(mut target: ArrayViewMut3<'_, f32>, voxels: &Voxels, start: [i64; 3], sp
 mod tests {
     use super::*;
     use ndarray::Array3;
+
+    fn patch(voxels: &Voxels, center: [f64; 3], edge: usize, spec: &InputSpec) -> Array3<f32> {
+        let mut out = Array3::zeros((edge, edge, edge));
+        candidate_patch(out.view_mut(), voxels, center, spec);
+        out
+    }
 
     #[test]
     fn windows_are_normalised_and_padded_with_air() {
@@ -119,20 +125,20 @@ mod tests {
         let voxels = Voxels::I16(a);
         let hu = |v: f32| v * 1400.0 - 1000.0;
         // Centre (1.5, 2.4, 0.6) rounds (half to even) to (2, 2, 1); a 4-cube starts at (0, 0, -1).
-        let p = candidate_patch(&voxels, [1.5, 2.4, 0.6], 4, &spec);
+        let p = patch(&voxels, [1.5, 2.4, 0.6], 4, &spec);
         assert_eq!(p.dim(), (4, 4, 4));
         assert!(p.slice(s![0, .., ..]).iter().all(|&v| v == 0.0)); // z = -1: air
         assert!((hu(p[[1, 3, 2]]) - (100.0 * 0.0 + 10.0 * 3.0 + 2.0 - 1000.0)).abs() < 1e-3);
         assert!((hu(p[[3, 0, 1]]) - (100.0 * 2.0 + 1.0 - 1000.0)).abs() < 1e-3);
         // Near the far corner: x 5..9, y 4..8, z 3..7; beyond the volume is air.
-        let p = candidate_patch(&voxels, [7.0, 6.0, 5.0], 4, &spec);
+        let p = patch(&voxels, [7.0, 6.0, 5.0], 4, &spec);
         assert!((hu(p[[0, 0, 0]]) - (300.0 + 40.0 + 5.0 - 1000.0)).abs() < 1e-3);
         assert!((hu(p[[1, 1, 1]]) - (400.0 + 50.0 + 6.0 - 1000.0)).abs() < 1e-3);
         assert_eq!(p[[2, 0, 0]], 0.0); // z = 5
         assert_eq!(p[[0, 2, 0]], 0.0); // y = 6
         assert_eq!(p[[0, 0, 2]], 0.0); // x = 7
         // Wholly outside: all air.
-        let p = candidate_patch(&voxels, [-10.0, 0.0, 0.0], 4, &spec);
+        let p = patch(&voxels, [-10.0, 0.0, 0.0], 4, &spec);
         assert!(p.iter().all(|&v| v == 0.0));
     }
 }

@@ -165,11 +165,6 @@ impl Engine {
         let (session, runtime, execution_provider) =
             open_session(&model_path, &model.card.name, options)?;
         check_input(&session, &model.card.name, &model.card.input.name)?;
-        let available: Vec<String> = session
-            .outputs()
-            .iter()
-            .map(|o| o.name().to_string())
-            .collect();
         let outputs = &model.card.outputs;
         let wanted = [
             Some(&outputs.heatmap),
@@ -178,13 +173,7 @@ impl Engine {
         ];
         let mut output_names = Vec::new();
         for spec in wanted.into_iter().flatten() {
-            if !available.contains(&spec.name) {
-                return Err(InferError::MissingOutput {
-                    model: model.card.name.clone(),
-                    name: spec.name.clone(),
-                    available: available.join(", "),
-                });
-            }
+            check_output(&session, &model.card.name, &spec.name)?;
             output_names.push(spec.name.clone());
         }
         Ok(Self {
@@ -327,6 +316,19 @@ pub(crate) fn open_session(
         .commit_from_file(path)
         .map_err(|e| fail(e.to_string()))?;
     Ok((session, runtime, execution_provider))
+}
+
+/// The model must have the output the card names.
+pub(crate) fn check_output(session: &Session, model: &str, wanted: &str) -> Result<(), InferError> {
+    if session.outputs().iter().any(|o| o.name() == wanted) {
+        return Ok(());
+    }
+    let available: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
+    Err(InferError::MissingOutput {
+        model: model.to_string(),
+        name: wanted.to_string(),
+        available: available.join(", "),
+    })
 }
 
 /// The card's input must be the model's: same name, a float tensor of rank 5 (NCDHW).
