@@ -1,5 +1,6 @@
 """Measure the exported model through the real pipeline (`tessera detect`) and record the
-metrics in its card: FROC/CPM on held-out phantoms, and the LIDC-IDRI readers' nodules.
+metrics in its card: FROC/CPM on held-out phantoms, and the LIDC-IDRI readers' nodules. The
+default thresholds are chosen on separate validation phantoms.
 
 Usage: python -m tessera_train.evaluate --tessera BIN --work DIR --shared ../shared/data --model DIR
 """
@@ -75,7 +76,7 @@ def hits_a_nodule(detection: dict, truth: dict) -> bool:
 
 def operating_threshold(pairs, fp_per_scan: float = 1.0) -> float:
     """The lowest threshold on a 0.05 grid with at most `fp_per_scan` false positives per
-    held-out phantom (a hit: centre inside a nodule, as `tessera evaluate` counts it)."""
+    phantom (a hit: centre inside a nodule, as `tessera evaluate` counts it)."""
     scored = []  # (score, is false positive)
     for det_path, truth_path in pairs:
         det = json.loads(Path(det_path).read_text())
@@ -116,33 +117,57 @@ def arguments():
     return ap.parse_args()
 
 
+def phantom_runs(args, table, tag: str, run_dir: Path, rescore: bool):
+    """`tessera detect` on each phantom of `table` (cached in `run_dir`): (run, truth) pairs."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    pairs = []
+    for series, _ in data.make_phantoms(args.tessera, args.work, table, tag):
+        det = run_dir / f"{series.name}.det.json"
+        detect(args.tessera, series, args.model, det, rescore)
+        pairs.append((det, series / "truth.json"))
+    return pairs
+
+
+def series_of(table) -> list:
+    return [f"seeds {r.start}-{r.stop - 1}, {size} at {sp} mm, {n} nodules, noise {noise} HU"
+            for r, size, sp, n, noise in table]
+
+
 def measure(args, eval_dir: Path, rescore: bool):
     """Held-out FROC and the LIDC cases through `tessera detect` (with or without the card's
     rescoring stage, runs cached in `eval_dir`). Returns the metrics and the default threshold:
-    the lowest with at most one false positive per held-out phantom."""
-    eval_dir.mkdir(parents=True, exist_ok=True)
-    held = data.make_phantoms(args.tessera, args.work, config.HELD_OUT_PHANTOMS, "held-out")
-    pairs = []
-    for series, _ in held:
-        det = eval_dir / f"{series.name}.det.json"
-        detect(args.tessera, series, args.model, det, rescore)
-        pairs.append((det, series / "truth.json"))
+    the lowest with at most one false positive per validation phantom."""
+    validation = phantom_runs(args, config.VALIDATION_PHANTOMS, "validation",
+                              eval_dir / "validation", rescore)
+    threshold = operating_threshold(validation)
+    pairs = phantom_runs(args, config.HELD_OUT_PHANTOMS, "held-out", eval_dir, rescore)
     froc = evaluate(args.tessera, "--phantom", pairs)
-    threshold = operating_threshold(pairs)
     missed = [h for h in froc["hits"] if h[2] is None or h[2] < threshold]
+    false_positives = sum(
+        1 for det, truth in pairs for d in json.loads(Path(det).read_text())["detections"]
+        if d["score"] >= threshold and not hits_a_nodule(d, json.loads(Path(truth).read_text())))
+    validation_froc = evaluate(args.tessera, "--phantom", validation)
     stage = "with the rescoring stage" if rescore else "detector alone (--no-rescore)"
     metrics = {
         "measured_with": f"tessera detect (halo tiling, default patch, CPU), {stage}, "
                          "then tessera evaluate",
         "default_score_threshold": f"{threshold}: the lowest on a 0.05 grid with at most "
-                                   "1 false positive per held-out phantom",
+                                   "1 false positive per validation phantom",
+        "validation_phantoms": {
+            "use": "choosing the default threshold only; never trained on",
+            "scans": validation_froc["scans"], "nodules": validation_froc["targets"],
+            "series": series_of(config.VALIDATION_PHANTOMS),
+            "cpm": round(validation_froc["cpm"], 4),
+        },
         "held_out_phantoms": {
             "scans": froc["scans"], "nodules": froc["targets"],
-            "series": [f"seeds {r.start}-{r.stop - 1}, {size} at {sp} mm, {n} nodules, "
-                       f"noise {noise} HU" for r, size, sp, n, noise in config.HELD_OUT_PHANTOMS],
+            "series": series_of(config.HELD_OUT_PHANTOMS),
             "froc_fp_per_scan": [0.125, 0.25, 0.5, 1, 2, 4, 8],
             "froc_sensitivity": [round(s, 4) for s in froc["sensitivity"]],
             "cpm": round(froc["cpm"], 4),
+            "found_at_default_threshold": froc["targets"] - len(missed),
+            "false_positives_per_scan_at_default_threshold":
+                round(false_positives / max(len(pairs), 1), 3),
             "missed_at_default_threshold": [
                 {"scan": Path(h[0]).name, "diameter_mm": round(h[1]["diameter_mm"], 1),
                  "best_score": h[2]} for h in missed],
