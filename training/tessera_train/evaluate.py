@@ -74,15 +74,20 @@ def hits_a_nodule(detection: dict, truth: dict) -> bool:
                <= n["diameter_mm"] / 2 for n in truth["nodules"])
 
 
-def operating_threshold(pairs, fp_per_scan: float = 1.0) -> float:
-    """The lowest threshold on a 0.05 grid with at most `fp_per_scan` false positives per
-    phantom (a hit: centre inside a nodule, as `tessera evaluate` counts it)."""
-    scored = []  # (score, is false positive)
+def scored_detections(pairs) -> list:
+    """`(score, is a false positive)` of every detection in the (run, truth) pairs."""
+    scored = []
     for det_path, truth_path in pairs:
         det = json.loads(Path(det_path).read_text())
         truth = json.loads(Path(truth_path).read_text())
-        for d in det["detections"]:
-            scored.append((d["score"], not hits_a_nodule(d, truth)))
+        scored += [(d["score"], not hits_a_nodule(d, truth)) for d in det["detections"]]
+    return scored
+
+
+def operating_threshold(pairs, fp_per_scan: float = 1.0) -> float:
+    """The lowest threshold on a 0.05 grid with at most `fp_per_scan` false positives per
+    phantom (a hit: centre inside a nodule, as `tessera evaluate` counts it)."""
+    scored = scored_detections(pairs)
     for t in np.arange(0.05, 1.0, 0.05):
         fps = sum(1 for score, fp in scored if fp and score >= t)
         if fps / max(len(pairs), 1) <= fp_per_scan:
@@ -143,9 +148,7 @@ def measure(args, eval_dir: Path, rescore: bool):
     pairs = phantom_runs(args, config.HELD_OUT_PHANTOMS, "held-out", eval_dir, rescore)
     froc = evaluate(args.tessera, "--phantom", pairs)
     missed = [h for h in froc["hits"] if h[2] is None or h[2] < threshold]
-    false_positives = sum(
-        1 for det, truth in pairs for d in json.loads(Path(det).read_text())["detections"]
-        if d["score"] >= threshold and not hits_a_nodule(d, json.loads(Path(truth).read_text())))
+    false_positives = sum(1 for score, fp in scored_detections(pairs) if fp and score >= threshold)
     validation_froc = evaluate(args.tessera, "--phantom", validation)
     stage = "with the rescoring stage" if rescore else "detector alone (--no-rescore)"
     metrics = {
