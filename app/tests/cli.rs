@@ -227,6 +227,10 @@ fn detect_writes_the_documented_json_and_csv() {
     );
     assert!(det["stats"]["peak_memory_bytes"].as_u64().unwrap() > 0);
     assert_eq!(det["stats"]["memory_source"], "process_rss");
+    // The test model's card records no memory: nothing predicted, nothing exceeded.
+    assert!(det["stats"]["baseline_memory_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(det["plan"]["predicted_peak_bytes"], serde_json::Value::Null);
+    assert_eq!(det["stats"]["prediction_exceeded"], false);
     let detections = det["detections"].as_array().unwrap();
     assert!(!detections.is_empty());
     for d in detections {
@@ -510,6 +514,22 @@ fn sweep_writes_the_report_csv_chart_and_memory_model() {
     assert!(report.contains("ONNX Runtime 1.31.1"), "{report}");
     let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
+    // The fitted model bounds every run it was fitted on, and by no more than 10 %.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (peak, predicted) = (column("peak_memory_bytes"), column("predicted_peak_bytes"));
+    for line in csv.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let peak: u64 = cells[peak].parse().unwrap();
+        let predicted: u64 = cells[predicted].parse().unwrap();
+        assert!(predicted >= peak, "under-predicted: {line}");
+        let over = (predicted - peak) as f64 / peak as f64;
+        assert!(over <= 0.10, "over-predicted by {over:.3}: {line}");
+    }
+    assert!(
+        report.contains("an upper bound over these runs, calibrated on 3 runs, worst error +"),
+        "{report}"
+    );
     let png = std::fs::read(out.join("memory.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let calibration: serde_json::Value =
@@ -539,6 +559,47 @@ fn sweep_writes_the_report_csv_chart_and_memory_model() {
         stderr_of(&refused)
     );
     assert!(!dir.path().join("never.json").exists());
+}
+
+#[test]
+fn a_run_over_its_predicted_peak_says_so() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "96x96x24");
+    // A calibration that promises one byte above the baseline: every real run exceeds it.
+    let calibration = dir.path().join("memory_model.json");
+    let file = serde_json::json!({
+        "model_name": "tessera-test-tiny",
+        "model_sha256": "",
+        "device": "cpu",
+        "allocator": "none",
+        "model": { "fixed_bytes": 1.0, "bytes_per_voxel": 0.0 },
+        "points": []
+    });
+    std::fs::write(&calibration, file.to_string()).unwrap();
+    let json = dir.path().join("det.json");
+    let output = detect_to(
+        &study,
+        &json,
+        &[
+            "--patch",
+            "64x64x24",
+            "--memory-model",
+            calibration.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let det: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let baseline = det["stats"]["baseline_memory_bytes"].as_u64().unwrap();
+    assert_eq!(det["plan"]["predicted_peak_bytes"], baseline + 1);
+    assert_eq!(det["stats"]["prediction_exceeded"], true);
+    let err = stderr_of(&output);
+    assert!(
+        err.contains("went over the predicted") && err.contains("recalibrate"),
+        "{err}"
+    );
 }
 
 #[test]

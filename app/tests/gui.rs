@@ -87,6 +87,9 @@ fn no_argument_opens_the_demo_study_in_three_views() {
     // The study card and the plan for the default model are on screen.
     h.get_by_label_contains("512x512x160 voxels");
     h.get_by_label_contains("Plan:");
+    // The shipped card's calibration: an upper bound, and what it rests on.
+    h.get_by_label_contains("predicted peak ≤");
+    h.get_by_label_contains("(calibrated on 7 runs, worst error +");
 }
 
 #[test]
@@ -226,6 +229,11 @@ fn a_refused_plan_shows_its_error_and_cannot_start() {
         Some(Ok(plan)) => assert!(plan.predicted_peak_bytes.is_none()),
         other => panic!("{other:?}"),
     }
+    // Choosing a patch for the budget then says why it cannot, instead of doing nothing.
+    h.get_by_label("Choose patch").click();
+    h.step();
+    h.get_by_label_contains("no memory model for tessera-test-tiny on cpu");
+    assert_eq!(h.state().run_panel.patch, [48, 48, 24]);
 }
 
 #[test]

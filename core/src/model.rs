@@ -48,14 +48,18 @@ pub struct Outputs {
     pub offset: Option<OutputSpec>,
 }
 
-/// Peak memory of one window: `fixed_bytes + bytes_per_voxel * window voxels`, measured.
+/// A card's memory calibration for one kind of device: the bound and what it was fitted on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryCoefficients {
-    pub fixed_bytes: f64,
-    pub bytes_per_voxel: f64,
-    /// How it was measured (device, precision, allocator settings).
+    #[serde(flatten)]
+    pub model: crate::plan::MemoryModel,
+    /// How it was measured (study, device, precision, allocator settings).
     #[serde(default)]
     pub measured_on: String,
+    /// `(largest window voxels, peak bytes above the run's baseline)` of each calibration run,
+    /// so that the bound can be checked against what it was fitted on.
+    #[serde(default)]
+    pub points: Vec<(usize, u64)>,
 }
 
 /// Numeric precision of a run.
@@ -181,6 +185,14 @@ impl ModelCard {
     /// Receptive-field radius in input voxels: how far one output cell sees.
     pub fn receptive_radius(&self) -> usize {
         self.receptive_field_voxels / 2
+    }
+
+    /// What the model imposes on windows.
+    pub fn grid(&self) -> crate::plan::ModelGrid {
+        crate::plan::ModelGrid {
+            stride: self.stride,
+            receptive_radius: self.receptive_radius(),
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use crate::infer::memory::{self, MemorySample, MemorySource};
 use crate::infer::session::EngineOptions;
 use crate::infer::{CancelToken, Device, Engine, InferError, PatchClassifier, RuntimeError};
 use crate::model::{Model, OutputFamily, Precision};
-use crate::plan::{MemoryModel, ModelGrid, PlanError, TilePlan, TileSpec, Window};
+use crate::plan::{MemoryForecast, MemoryModel, PlanError, TilePlan, TileSpec, Window};
 use crate::resample::resample;
 use crate::rescore::rescore;
 use crate::stitch::{Maps, Stitcher};
@@ -139,6 +139,13 @@ pub struct RunStats {
     pub rescore_s: f64,
     #[serde(default)]
     pub rescore_peak_bytes: u64,
+    /// What the process held when the run started (after resampling): the base of the
+    /// predicted peak.
+    #[serde(default)]
+    pub baseline_memory_bytes: u64,
+    /// The windows' peak went over the plan's predicted bound.
+    #[serde(default)]
+    pub prediction_exceeded: bool,
 }
 
 /// Everything a run produced, and what made it.
@@ -184,20 +191,81 @@ impl From<InferError> for PipelineError {
     }
 }
 
-/// The plan this run would use, without running anything.
+/// The plan this run would use, without running anything. `baseline_bytes` is the memory the
+/// process holds when the run starts ([`baseline_estimate_bytes`] before it does).
 pub fn plan_for(
     volume_size: [usize; 3],
     model: &Model,
     config: &DetectConfig,
+    baseline_bytes: u64,
 ) -> Result<TilePlan, PlanError> {
-    let grid = ModelGrid {
-        stride: model.card.stride,
-        receptive_radius: model.card.receptive_radius(),
-    };
-    let memory = config
+    let forecast = memory_model(model, config).map(|model| MemoryForecast {
+        model,
+        baseline_bytes,
+    });
+    TilePlan::new(
+        volume_size,
+        model.card.grid(),
+        &config.tile,
+        forecast.as_ref(),
+    )
+}
+
+/// The calibration a run of `config` is predicted from: its own, else the card's.
+pub fn memory_model(model: &Model, config: &DetectConfig) -> Option<MemoryModel> {
+    config
         .memory_model
-        .or_else(|| card_memory_model(model, config.device));
-    TilePlan::new(volume_size, grid, &config.tile, memory.as_ref())
+        .or_else(|| card_memory_model(model, config.device))
+}
+
+/// What this process will hold when a run on `volume` starts: what it holds now plus the
+/// copy of the volume resampled to the model's grid (the pipeline's baseline is measured
+/// after resampling). On a GPU nothing is held before the run's own session.
+pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Device) -> u64 {
+    if device != Device::Cpu {
+        return 0;
+    }
+    let resampled = match model.card.target_spacing_mm {
+        Some(spacing) if crate::resample::resample_needed(geometry, spacing) => {
+            let size = crate::resample::resampled_size(geometry, spacing);
+            size.iter().product::<usize>() * size_of::<f32>()
+        }
+        _ => 0,
+    };
+    memory::sample().current_bytes + resampled as u64
+}
+
+/// Why no patch was chosen for a memory budget.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    #[error(
+        "no memory model for {model} on {device}: run `tessera sweep --model ... --out DIR` to calibrate, then pass --memory-model DIR/memory_model.json (or give --patch)"
+    )]
+    Uncalibrated { model: String, device: Device },
+    #[error("plan refused: {0}")]
+    NothingFits(#[from] PlanError),
+}
+
+/// The patch [`crate::plan::choose_patch`] picks for `budget_bytes` on a volume of `geometry`
+/// (in its own voxels), from `config`'s calibration or the card's, with the process's
+/// baseline estimated now; and the forecast it was chosen with.
+pub fn patch_for_budget(
+    geometry: &Geometry,
+    model: &Model,
+    config: &DetectConfig,
+    budget_bytes: u64,
+) -> Result<([usize; 3], MemoryForecast), BudgetError> {
+    let model_memory = memory_model(model, config).ok_or_else(|| BudgetError::Uncalibrated {
+        model: model.card.name.clone(),
+        device: config.device,
+    })?;
+    let forecast = MemoryForecast {
+        model: model_memory,
+        baseline_bytes: baseline_estimate_bytes(geometry, model, config.device),
+    };
+    let size = model_geometry(geometry, model).size;
+    let patch = crate::plan::choose_patch(size, model.card.grid(), &forecast, budget_bytes)?;
+    Ok((patch, forecast))
 }
 
 /// The grid `model` runs on for a volume of `geometry`: resampled to the card's spacing, or
@@ -215,10 +283,7 @@ pub fn card_memory_model(model: &Model, device: Device) -> Option<MemoryModel> {
         Device::Cpu => "cpu",
         Device::Cuda(_) | Device::TensorRt(_) => "cuda",
     };
-    model.card.memory.get(key).map(|m| MemoryModel {
-        fixed_bytes: m.fixed_bytes,
-        bytes_per_voxel: m.bytes_per_voxel,
-    })
+    model.card.memory.get(key).map(|m| m.model)
 }
 
 /// Runs detection on `volume`. Emits events to `observer`; `cancel` stops it within a window.
@@ -254,7 +319,19 @@ fn run(
         .target_spacing_mm
         .and_then(|spacing| resample(volume, spacing));
     let input = resampled.as_ref().unwrap_or(volume);
-    let plan = plan_for(input.geometry.size, model, config)?;
+    // GPU memory through NVML on NVIDIA devices; host memory otherwise (or when NVML is absent).
+    let mut gpu = match config.device {
+        Device::Cuda(i) | Device::TensorRt(i) => {
+            Some(GpuProbe::open(u32::try_from(i).unwrap_or(0)))
+        }
+        Device::Cpu => None,
+    };
+    // What the process holds before the run's own memory: the prediction adds to it.
+    let baseline_memory_bytes = match gpu.as_mut() {
+        Some(Ok(probe)) => probe.sample().current_bytes,
+        _ => memory::sample().current_bytes,
+    };
+    let plan = plan_for(input.geometry.size, model, config, baseline_memory_bytes)?;
     observer(&Event::PlanReady(plan.clone()));
 
     let options = EngineOptions {
@@ -268,13 +345,6 @@ fn run(
     let mut classifier = match config.rescore {
         true => PatchClassifier::new(model, &options)?,
         false => None,
-    };
-    // GPU memory through NVML on NVIDIA devices; host memory otherwise (or when NVML is absent).
-    let mut gpu = match config.device {
-        Device::Cuda(i) | Device::TensorRt(i) => {
-            Some(GpuProbe::open(u32::try_from(i).unwrap_or(0)))
-        }
-        Device::Cpu => None,
     };
     let device_name = match &gpu {
         Some(Ok(probe)) => probe.name.clone(),
@@ -302,6 +372,8 @@ fn run(
         rescored: 0,
         rescore_s: 0.0,
         rescore_peak_bytes: 0,
+        baseline_memory_bytes,
+        prediction_exceeded: false,
     };
     for window in &plan.windows {
         if cancel.is_cancelled() {
@@ -402,6 +474,9 @@ fn run(
         })
         .collect();
     stats.elapsed_s = started.elapsed().as_secs_f64();
+    stats.prediction_exceeded = plan
+        .predicted_peak_bytes
+        .is_some_and(|p| stats.peak_memory_bytes > p);
     Ok(DetectionResult {
         detections,
         plan,

@@ -77,37 +77,102 @@ pub struct ModelGrid {
     pub receptive_radius: usize,
 }
 
-/// Predicted peak memory of one window: `fixed_bytes + bytes_per_voxel * voxels`.
+/// Memory a run needs beyond what the process holds when it starts, as an upper bound over its
+/// calibration runs: `fixed_bytes + bytes_per_voxel * largest window voxels`.
+///
+/// An under-prediction is the seed's quiet bug moved one step (the patch chosen for a budget
+/// would exceed it), so the line is fitted above every calibration point, not through them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MemoryModel {
     pub fixed_bytes: f64,
     pub bytes_per_voxel: f64,
+    /// Runs it was calibrated on (0: not recorded).
+    #[serde(default)]
+    pub calibration_runs: usize,
+    /// Its largest over-prediction on those runs, as a fraction of the measured peak.
+    #[serde(default)]
+    pub worst_error: f64,
 }
 
 impl MemoryModel {
+    /// The bound for a window of `voxels` (rounded up: a bound never rounds down).
     pub fn predict_bytes(&self, voxels: usize) -> u64 {
-        (self.fixed_bytes + self.bytes_per_voxel * voxels as f64).max(0.0) as u64
+        (self.fixed_bytes + self.bytes_per_voxel * voxels as f64)
+            .max(0.0)
+            .ceil() as u64
     }
 
-    /// Least-squares fit of `peak = fixed + per_voxel * voxels` to measured `(voxels, peak)`
-    /// points; `None` with fewer than two distinct window sizes.
+    /// The line above every measured `(voxels, peak)` point with the least total relative
+    /// over-prediction, slope non-negative; `None` with fewer than two distinct window sizes.
+    ///
+    /// That is a two-variable linear programme whose optimum touches two points of the upper
+    /// hull, so the candidate slopes are those of every pair of points (and 0); each is lifted
+    /// until no point lies above it.
     pub fn fit(points: &[(usize, u64)]) -> Option<Self> {
-        let n = points.len() as f64;
-        let mean_x = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
-        let mean_y = points.iter().map(|p| p.1 as f64).sum::<f64>() / n;
-        let sxx: f64 = points.iter().map(|p| (p.0 as f64 - mean_x).powi(2)).sum();
-        let sxy: f64 = points
-            .iter()
-            .map(|p| (p.0 as f64 - mean_x) * (p.1 as f64 - mean_y))
-            .sum();
-        if points.len() < 2 || sxx <= 0.0 {
+        let xy: Vec<(f64, f64)> = points.iter().map(|p| (p.0 as f64, p.1 as f64)).collect();
+        let first = xy.first()?.0;
+        if xy.iter().all(|p| p.0 == first) {
             return None;
         }
-        let bytes_per_voxel = sxy / sxx;
-        Some(Self {
-            fixed_bytes: mean_y - bytes_per_voxel * mean_x,
-            bytes_per_voxel,
-        })
+        let mut slopes = vec![0.0];
+        for (i, a) in xy.iter().enumerate() {
+            for b in &xy[i + 1..] {
+                if a.0 != b.0 {
+                    slopes.push((b.1 - a.1) / (b.0 - a.0));
+                }
+            }
+        }
+        let lifted = |slope: f64| {
+            let fixed = xy
+                .iter()
+                .map(|p| p.1 - slope * p.0)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let over: Vec<f64> = xy
+                .iter()
+                .map(|p| (fixed + slope * p.0 - p.1) / p.1.max(1.0))
+                .collect();
+            (fixed, over)
+        };
+        let mut best: Option<(f64, Self)> = None;
+        for slope in slopes.into_iter().filter(|s| *s >= 0.0) {
+            let (fixed_bytes, over) = lifted(slope);
+            let cost: f64 = over.iter().sum();
+            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+                let model = Self {
+                    fixed_bytes,
+                    bytes_per_voxel: slope,
+                    calibration_runs: points.len(),
+                    worst_error: over.iter().copied().fold(0.0, f64::max),
+                };
+                best = Some((cost, model));
+            }
+        }
+        best.map(|(_, model)| model)
+    }
+
+    /// "calibrated on 7 runs, worst error +4.2 %", or that nothing is recorded.
+    pub fn describe(&self) -> String {
+        match self.calibration_runs {
+            0 => "calibration runs not recorded".into(),
+            n => format!(
+                "calibrated on {n} runs, worst error +{:.1} %",
+                self.worst_error * 100.0
+            ),
+        }
+    }
+}
+
+/// A run's predicted peak: the memory its process holds when it starts (the study, the
+/// viewer, a runtime already loaded) plus the calibrated bound for its largest window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryForecast {
+    pub model: MemoryModel,
+    pub baseline_bytes: u64,
+}
+
+impl MemoryForecast {
+    pub fn peak_bytes(&self, window_voxels: usize) -> u64 {
+        self.baseline_bytes + self.model.predict_bytes(window_voxels)
     }
 }
 
@@ -120,7 +185,7 @@ pub const BUDGET_HEADROOM: f64 = 0.10;
 pub fn choose_patch(
     volume_size: [usize; 3],
     grid: ModelGrid,
-    memory: &MemoryModel,
+    memory: &MemoryForecast,
     budget_bytes: u64,
 ) -> Result<[usize; 3], PlanError> {
     let s = grid.stride.max(1);
@@ -137,7 +202,7 @@ pub fn choose_patch(
         while z >= smallest_side.min(deepest) {
             let patch = [xy[0], xy[1], z];
             smallest = patch;
-            if (memory.predict_bytes(patch.iter().product()) as f64) <= usable {
+            if (memory.peak_bytes(patch.iter().product()) as f64) <= usable {
                 return Ok(patch);
             }
             if z <= s {
@@ -153,7 +218,7 @@ pub fn choose_patch(
     }
     Err(PlanError::NothingFits {
         smallest: format_size(smallest),
-        predicted: format_bytes(memory.predict_bytes(smallest.iter().product())),
+        predicted: format_bytes(memory.peak_bytes(smallest.iter().product())),
         budget: format_bytes(budget_bytes),
     })
 }
@@ -194,6 +259,9 @@ pub struct TilePlan {
     pub windows_per_axis: [usize; 3],
     /// Windows in x-fastest order.
     pub windows: Vec<Window>,
+    /// What the peak was predicted from, when a memory model is known.
+    pub memory: Option<MemoryForecast>,
+    /// The predicted upper bound of the run's peak (see [`MemoryForecast`]).
     pub predicted_peak_bytes: Option<u64>,
 }
 
@@ -250,7 +318,7 @@ impl TilePlan {
         volume_size: [usize; 3],
         grid: ModelGrid,
         spec: &TileSpec,
-        memory: Option<&MemoryModel>,
+        memory: Option<&MemoryForecast>,
     ) -> Result<Self, PlanError> {
         let patch_label = format_size(spec.patch);
         if volume_size.contains(&0) {
@@ -314,7 +382,7 @@ impl TilePlan {
             });
         }
         let largest = windows.iter().map(Window::voxels).max().unwrap_or(0);
-        let predicted_peak_bytes = memory.map(|m| m.predict_bytes(largest));
+        let predicted_peak_bytes = memory.map(|m| m.peak_bytes(largest));
         if let (Some(predicted), Some(budget)) = (predicted_peak_bytes, spec.memory_budget_bytes)
             && predicted > budget
         {
@@ -332,6 +400,7 @@ impl TilePlan {
             halo,
             windows_per_axis,
             windows,
+            memory: memory.copied(),
             predicted_peak_bytes,
         })
     }
@@ -394,9 +463,15 @@ impl std::fmt::Display for TilePlan {
             format_size(self.halo),
             self.recompute_factor()
         )?;
-        match self.predicted_peak_bytes {
-            Some(bytes) => write!(f, ", predicted peak {}", format_bytes(bytes)),
-            None => write!(
+        match (self.predicted_peak_bytes, &self.memory) {
+            (Some(bytes), Some(m)) => write!(
+                f,
+                ", predicted peak ≤ {} ({})",
+                format_bytes(bytes),
+                m.model.describe()
+            ),
+            (Some(bytes), None) => write!(f, ", predicted peak ≤ {}", format_bytes(bytes)),
+            (None, _) => write!(
                 f,
                 ", predicted peak unknown (no memory model for this model and device)"
             ),

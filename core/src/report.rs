@@ -99,6 +99,13 @@ pub struct StatsRecord {
     pub rescore_s: f64,
     #[serde(default)]
     pub rescore_peak_bytes: u64,
+    /// Process (or GPU) memory when the run started: the base of `plan.predicted_peak_bytes`.
+    #[serde(default)]
+    pub baseline_memory_bytes: u64,
+    /// `peak_memory_bytes` went over `plan.predicted_peak_bytes`: the calibration is wrong for
+    /// this machine or study, and a budget chosen from it is not safe.
+    #[serde(default)]
+    pub prediction_exceeded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -199,6 +206,8 @@ impl DetectionReport {
                 rescored: result.stats.rescored,
                 rescore_s: result.stats.rescore_s,
                 rescore_peak_bytes: result.stats.rescore_peak_bytes,
+                baseline_memory_bytes: result.stats.baseline_memory_bytes,
+                prediction_exceeded: result.stats.prediction_exceeded,
             },
             detections: result
                 .detections

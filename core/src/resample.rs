@@ -37,10 +37,15 @@ pub fn resampled_geometry(geometry: &Geometry, spacing_mm: [f64; 3]) -> Geometry
     }
 }
 
+/// Whether a volume of `geometry` differs from `spacing_mm`, so that [`resample`] makes a copy.
+pub fn resample_needed(geometry: &Geometry, spacing_mm: [f64; 3]) -> bool {
+    (0..3).any(|a| (geometry.spacing_mm[a] - spacing_mm[a]).abs() > SAME_SPACING * spacing_mm[a])
+}
+
 /// `volume` on a grid of `spacing_mm`, or `None` when it already has that spacing.
 pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
     let g = &volume.geometry;
-    if (0..3).all(|a| (g.spacing_mm[a] - spacing_mm[a]).abs() <= SAME_SPACING * spacing_mm[a]) {
+    if !resample_needed(g, spacing_mm) {
         return None;
     }
     // Old voxel coordinate of new voxel i along axis a: i * ratio[a].

@@ -95,14 +95,21 @@ where
         .label("measured")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLUE.filled()));
     if let Some(m) = memory {
+        // The bound adds to each run's baseline; the runs share a study, so the reference's.
+        let baseline = rows
+            .first()
+            .map_or(0, |r| r.report.stats.baseline_memory_bytes);
         let line = (0..=50).map(|i| {
             let x = max_x * f64::from(i) / 50.0;
-            (x, m.predict_bytes((x * 1e6) as usize) as f64 / GIB)
+            (
+                x,
+                (baseline + m.predict_bytes((x * 1e6) as usize)) as f64 / GIB,
+            )
         });
         chart
             .draw_series(LineSeries::new(line, BLACK))
             .map_err(err)?
-            .label("memory model")
+            .label("predicted bound")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
     }
     if let Some(b) = budget_gib {

@@ -3,6 +3,7 @@
 //! Exit codes: 0 done; 2 the plan was refused (nothing ran); 130 cancelled (Ctrl-C; nothing
 //! written); 1 any other error. Outputs are written atomically, only after a complete run.
 
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -13,67 +14,73 @@ use tessera_core::infer::{CancelToken, Device};
 use tessera_core::model::{
     Model, Precision, is_test_model, shipped_model_dirs, shipped_models_dir,
 };
-use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
-use tessera_core::plan::{
-    BlendMode, MemoryModel, ModelGrid, TileSpec, choose_patch, format_bytes, parse_bytes,
+use tessera_core::pipeline::{
+    self, BudgetError, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError,
 };
+use tessera_core::plan::{BlendMode, TileSpec, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
 
+use super::flags;
 use super::phantom::parse_size;
 
 #[derive(Debug, clap::Args)]
 pub struct DetectArgs {
     /// A DICOM file or folder. Without it: the built-in demo study.
     pub path: Option<PathBuf>,
-    /// The series to use when the folder holds several (default: the largest stack).
-    #[arg(long)]
+    /// The series to use when the folder holds several (SeriesInstanceUID, as `tessera info`
+    /// lists it; default: the largest stack).
+    #[arg(long, value_name = "UID")]
     pub series: Option<String>,
     /// Model folder (with model.json). Default: the shipped detector.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
-    /// Window size `XxYxZ` in voxels at the model's spacing (default: the card's recommendation).
-    #[arg(long, value_parser = parse_size)]
+    /// Window size `XxYxZ` in voxels of the model's grid (after resampling to the card's
+    /// spacing), each a multiple of the model's stride. Default: the card's recommendation.
+    #[arg(long, value_parser = parse_size, value_name = "XxYxZ")]
     pub patch: Option<[usize; 3]>,
-    /// Fraction of a window shared with its neighbour (gaussian and constant blending).
-    #[arg(long, default_value_t = 0.25)]
+    /// Fraction of a window shared with its neighbour, in [0, 1) (gaussian and constant
+    /// blending; halo derives its overlap from the receptive field).
+    #[arg(long, default_value_t = 0.25, value_parser = flags::overlap, value_name = "FRACTION")]
     pub overlap: f64,
-    #[arg(long, default_value = "halo")]
+    /// How overlapping windows combine.
+    #[arg(long, default_value = "halo", value_parser = flags::blend())]
     pub blend: BlendMode,
-    /// cpu, cuda:N or tensorrt:N.
-    #[arg(long, default_value = "cpu")]
+    /// Where inference runs: cpu, cuda:N or tensorrt:N (N: the GPU's index). A GPU that
+    /// cannot be used is an error, never a silent fall back to the CPU.
+    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
     pub device: Device,
     /// CPU threads for inference (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Host memory strategy on CPU: none (lowest, most predictable peak), tight-arena (grows
-    /// by what is asked) or arena (ONNX Runtime's default, power-of-two growth).
-    #[arg(long, default_value = "none")]
+    /// Host memory strategy of ONNX Runtime on the CPU.
+    #[arg(long, default_value = "none", value_parser = flags::allocator())]
     pub allocator: CpuAllocator,
-    /// Refuse plans whose predicted peak exceeds this (e.g. 16GiB). Without --patch, choose
-    /// the patch that fits it best.
-    #[arg(long, value_parser = parse_bytes)]
+    /// Refuse plans whose predicted peak (bytes: 16GiB, 512MiB, 2GB) exceeds this. Without
+    /// --patch, choose the deepest patch whose predicted peak fits it with 10 % headroom.
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
     pub memory_budget: Option<u64>,
-    /// Memory calibration written by `tessera sweep` (memory_model.json); default: the card's.
-    #[arg(long)]
+    /// Memory calibration written by `tessera sweep` (its memory_model.json); default: the
+    /// card's.
+    #[arg(long, value_name = "FILE")]
     pub memory_model: Option<PathBuf>,
     /// Allow one window to cover the whole volume (normally refused: that is not tiling).
     #[arg(long)]
     pub allow_single_pass: bool,
-    /// fp32, or fp16 when the model card ships an fp16 variant; the drift from fp32 on the
-    /// first window is measured and reported.
-    #[arg(long, default_value = "fp32")]
+    /// Numeric precision of inference.
+    #[arg(long, default_value = "fp32", value_parser = flags::precision())]
     pub precision: Precision,
-    /// Minimum score (default: the card's; its rescoring stage's when that runs).
-    #[arg(long)]
+    /// Minimum score of a detection, 0 to 1 (default: the card's; its rescoring stage's when
+    /// that runs).
+    #[arg(long, value_name = "SCORE")]
     pub score_threshold: Option<f32>,
     /// Skip the card's rescoring stage: the detector's own scores, at its own threshold.
     #[arg(long)]
     pub no_rescore: bool,
-    /// Where to write the detections (JSON).
-    #[arg(long, default_value = "det.json")]
+    /// Where to write the detections (det.json, schema tessera.detections/1).
+    #[arg(long, default_value = "det.json", value_name = "FILE")]
     pub out: PathBuf,
-    /// Also write the LUNA16 CSV here.
-    #[arg(long)]
+    /// Also write the LUNA16 CSV (seriesuid, coordX/Y/Z in mm, probability) here.
+    #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 }
 
@@ -102,22 +109,9 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         Some(path) => Some(super::sweep::read_memory_model(path)?.model),
         None => None,
     };
-    let patch = match (args.patch, args.memory_budget) {
-        (Some(patch), _) => patch,
-        (None, None) => model.card.recommended_patch,
-        (None, Some(budget)) => {
-            match choose_for_budget(&model, &volume, args, memory_model.as_ref(), budget)? {
-                Ok(patch) => patch,
-                Err(refusal) => {
-                    eprintln!("error: plan refused: {refusal}");
-                    return Ok(ExitCode::from(EXIT_REFUSED));
-                }
-            }
-        }
-    };
-    let config = DetectConfig {
+    let mut config = DetectConfig {
         tile: TileSpec {
-            patch,
+            patch: args.patch.unwrap_or(model.card.recommended_patch),
             overlap: args.overlap,
             blend: args.blend,
             allow_single_pass: args.allow_single_pass,
@@ -135,6 +129,25 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         precision: args.precision,
         memory_model,
     };
+    if let (None, Some(budget)) = (args.patch, args.memory_budget) {
+        match pipeline::patch_for_budget(&volume.geometry, &model, &config, budget) {
+            Ok((patch, forecast)) => {
+                eprintln!(
+                    "patch {} chosen for the budget of {} (predicted ≤ {}, {})",
+                    tessera_core::volume::format_size(patch),
+                    format_bytes(budget),
+                    format_bytes(forecast.peak_bytes(patch.iter().product())),
+                    forecast.model.describe()
+                );
+                config.tile.patch = patch;
+            }
+            Err(refusal @ BudgetError::NothingFits(_)) => {
+                eprintln!("error: {refusal}");
+                return Ok(ExitCode::from(EXIT_REFUSED));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 
     let cancel = CancelToken::new();
     let on_interrupt = cancel.clone();
@@ -142,42 +155,8 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     // ends the process the default way, which also writes nothing.
     let _ = ctrlc::set_handler(move || on_interrupt.cancel());
 
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} windows {elapsed_precise} (eta {eta}) {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    let mut observer = |event: &Event| match event {
-        Event::PlanReady(plan) => {
-            eprintln!("{plan}");
-            bar.set_length(plan.windows.len() as u64);
-            bar.set_prefix(format!("{} {}", model.card.name, config.device));
-        }
-        Event::WindowStarted { window, .. } => {
-            bar.set_message(format!("window {:?}..{:?}", window.min, window.max));
-        }
-        Event::WindowFinished {
-            elapsed_s, memory, ..
-        } => {
-            bar.inc(1);
-            bar.set_message(format!(
-                "last {elapsed_s:.2} s, peak {}",
-                format_bytes(memory.peak_bytes)
-            ));
-        }
-        Event::RescoreStarted { candidates } => {
-            bar.set_message(format!("rescoring {candidates} candidates"));
-        }
-        Event::RescoreFinished {
-            candidates,
-            elapsed_s,
-            ..
-        } => bar.set_message(format!("rescored {candidates} in {elapsed_s:.2} s")),
-        Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => bar.finish_and_clear(),
-    };
+    let mut progress = WindowProgress::new(format!("{} {}", model.card.name, config.device));
+    let mut observer = |event: &Event| progress.on(event);
     let result = pipeline::detect(&volume, &model, &config, &cancel, &mut observer);
     let result = match result {
         Ok(r) => r,
@@ -218,8 +197,11 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         ),
         None => String::new(),
     };
+    let predicted = result.plan.predicted_peak_bytes.map_or(String::new(), |p| {
+        format!(", predicted ≤ {}", format_bytes(p))
+    });
     println!(
-        "{} detection(s) at score >= {} in {:.2} s ({} windows{rescored}, peak {} {:?}) -> {}",
+        "{} detection(s) at score >= {} in {:.2} s ({} windows{rescored}, peak {}{predicted} {:?}) -> {}",
         report.detections.len(),
         result.score_threshold,
         result.stats.elapsed_s,
@@ -228,6 +210,16 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         result.stats.memory_source,
         args.out.display()
     );
+    if result.stats.prediction_exceeded {
+        eprintln!(
+            "warning: the peak of {} went over the predicted {} (det.json: stats.prediction_exceeded); recalibrate with `tessera sweep` before trusting a budget on this machine",
+            format_bytes(result.stats.peak_memory_bytes),
+            result
+                .plan
+                .predicted_peak_bytes
+                .map_or(String::new(), format_bytes)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -247,36 +239,90 @@ pub fn default_model_dir() -> anyhow::Result<PathBuf> {
         })
 }
 
-/// The patch for a memory budget, from the calibration or the card. The outer error is a
-/// missing calibration; the inner one a refusal (nothing fits).
-fn choose_for_budget(
-    model: &Model,
-    volume: &tessera_core::Volume,
-    args: &DetectArgs,
-    calibrated: Option<&MemoryModel>,
-    budget: u64,
-) -> anyhow::Result<Result<[usize; 3], tessera_core::plan::PlanError>> {
-    let from_card = pipeline::card_memory_model(model, args.device);
-    let Some(memory) = calibrated.copied().or(from_card) else {
-        anyhow::bail!(
-            "no memory model for {} on {}: run `tessera sweep --model ... --out DIR` to calibrate, then pass --memory-model DIR/memory_model.json (or give --patch)",
-            model.card.name,
-            args.device
-        );
-    };
-    let size = pipeline::model_geometry(&volume.geometry, model).size;
-    let grid = ModelGrid {
-        stride: model.card.stride,
-        receptive_radius: model.card.receptive_radius(),
-    };
-    let chosen = choose_patch(size, grid, &memory, budget);
-    if let Ok(patch) = &chosen {
-        eprintln!(
-            "patch {} chosen for the budget of {} (predicted {})",
-            tessera_core::volume::format_size(*patch),
-            format_bytes(budget),
-            format_bytes(memory.predict_bytes(patch.iter().product()))
-        );
+/// Per-window progress on stderr: a bar with elapsed, remaining and memory on a terminal, one
+/// line per window otherwise (a log, a CI job, a parent process), so a run is never silent.
+struct WindowProgress {
+    bar: Option<ProgressBar>,
+    started: std::time::Instant,
+    total: usize,
+}
+
+impl WindowProgress {
+    fn new(prefix: String) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos}/{len} windows {elapsed_precise} (eta {eta}) {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(prefix);
+            bar
+        });
+        Self {
+            bar,
+            started: std::time::Instant::now(),
+            total: 0,
+        }
     }
-    Ok(chosen)
+
+    /// A message: the bar's, or a line of its own.
+    fn say(&self, message: String) {
+        match &self.bar {
+            Some(bar) => bar.set_message(message),
+            None => eprintln!("{message}"),
+        }
+    }
+
+    fn on(&mut self, event: &Event) {
+        match event {
+            Event::PlanReady(plan) => {
+                self.total = plan.windows.len();
+                let line = plan.to_string();
+                match &self.bar {
+                    Some(bar) => {
+                        bar.println(line);
+                        bar.set_length(self.total as u64);
+                    }
+                    None => eprintln!("{line}"),
+                }
+            }
+            // The bar keeps the last window's time and memory until the next one finishes.
+            Event::WindowStarted { .. } => {}
+            Event::WindowFinished {
+                index,
+                elapsed_s,
+                memory,
+                ..
+            } => {
+                let done = index + 1;
+                let spent_s = self.started.elapsed().as_secs_f64();
+                let left_s = spent_s / done as f64 * (self.total - done.min(self.total)) as f64;
+                if let Some(bar) = &self.bar {
+                    bar.inc(1);
+                }
+                self.say(format!(
+                    "window {done}/{} in {elapsed_s:.2} s (elapsed {spent_s:.0} s, about {left_s:.0} s left), memory {} (peak {})",
+                    self.total,
+                    format_bytes(memory.current_bytes),
+                    format_bytes(memory.peak_bytes)
+                ));
+            }
+            Event::RescoreStarted { candidates } => {
+                self.say(format!("rescoring {candidates} candidates"));
+            }
+            Event::RescoreFinished {
+                candidates,
+                elapsed_s,
+                ..
+            } => self.say(format!("rescored {candidates} in {elapsed_s:.2} s")),
+            Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => {
+                if let Some(bar) = &self.bar {
+                    bar.finish_and_clear();
+                }
+            }
+        }
+    }
 }

@@ -13,7 +13,7 @@ use tessera_core::infer::Device;
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::model::{Model, Precision};
 use tessera_core::parity::{ParityReport, Tolerances, compare};
-use tessera_core::pipeline::{DEFAULT_NMS_IOU, DetectConfig, plan_for};
+use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig};
 use tessera_core::plan::{BlendMode, MemoryModel, TileSpec, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
 use tessera_core::volume::format_size;
@@ -24,33 +24,45 @@ use super::phantom::parse_size;
 pub struct SweepArgs {
     /// A DICOM file or folder. Without it: the built-in demo study.
     pub path: Option<PathBuf>,
-    #[arg(long)]
-    pub model: PathBuf,
-    /// Comma-separated `XxYxZ` patches. Default: derived from the volume and the model (and,
-    /// with a budget and a card that records memory, the patch the budget would choose).
-    #[arg(long)]
+    /// Model folder (with model.json). Default: the shipped detector.
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
+    /// Comma-separated `XxYxZ` patches in voxels of the model's grid. Default: derived from
+    /// the volume and the model (and, with a budget and a card that records memory, the patch
+    /// the budget would choose).
+    #[arg(long, value_name = "XxYxZ,...")]
     pub patches: Option<String>,
-    /// `whole` (one window over the volume, allowed here on purpose) or a patch `XxYxZ`.
-    #[arg(long, default_value = "whole")]
+    /// What every run is compared with: `whole` (one window over the volume, allowed here on
+    /// purpose) or a patch `XxYxZ`.
+    #[arg(long, default_value = "whole", value_name = "whole|XxYxZ")]
     pub reference: String,
-    #[arg(long, default_value = "halo")]
+    /// How overlapping windows combine, in every run.
+    #[arg(long, default_value = "halo", value_parser = super::flags::blend())]
     pub blend: BlendMode,
-    #[arg(long, default_value = "0.25")]
+    /// Fraction of a window shared with its neighbour, in [0, 1) (gaussian and constant).
+    #[arg(long, default_value = "0.25", value_parser = super::flags::overlap, value_name = "FRACTION")]
     pub overlap: f64,
-    #[arg(long, default_value = "cpu")]
+    /// Where inference runs: cpu, cuda:N or tensorrt:N.
+    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
     pub device: Device,
-    #[arg(long, default_value = "none")]
+    /// Host memory strategy of ONNX Runtime on the CPU.
+    #[arg(long, default_value = "none", value_parser = super::flags::allocator())]
     pub allocator: CpuAllocator,
-    #[arg(long)]
+    /// CPU threads for inference in each run (default: all cores).
+    #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Drawn on the chart and used for the "fits" column (e.g. 16GiB).
-    #[arg(long, value_parser = parse_bytes)]
+    /// A memory budget (bytes: 16GiB, 512MiB): drawn on the chart, used for the "fits"
+    /// column, and its chosen patch is swept too.
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
     pub memory_budget: Option<u64>,
-    #[arg(long, default_value_t = 1e-4)]
+    /// Largest score difference of a matched detection for "match".
+    #[arg(long, default_value_t = 1e-4, value_name = "SCORE")]
     pub score_tol: f32,
-    #[arg(long, default_value_t = 0.5)]
+    /// Largest difference of any box face for "match", in voxels of the model grid.
+    #[arg(long, default_value_t = 0.5, value_name = "VOXELS")]
     pub box_tol_voxels: f64,
-    #[arg(long)]
+    /// Folder for report.md, sweep.csv, memory.svg/.png, memory_model.json and runs/.
+    #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }
 
@@ -62,7 +74,7 @@ pub struct MemoryModelFile {
     pub device: String,
     pub allocator: String,
     pub model: MemoryModel,
-    /// `(largest window voxels, measured peak bytes)` per run.
+    /// `(largest window voxels, peak bytes above the run's baseline)` per run.
     pub points: Vec<(usize, u64)>,
 }
 
@@ -83,16 +95,61 @@ pub struct Row {
     pub wall_s: f64,
 }
 
+impl Row {
+    /// What the memory model is fitted to: the window size and the run's own memory, above
+    /// what its process held before it (the study, the resampled copy).
+    fn calibration_point(&self) -> (usize, u64) {
+        let stats = &self.report.stats;
+        (
+            self.largest_window_voxels,
+            stats
+                .peak_memory_bytes
+                .saturating_sub(stats.baseline_memory_bytes),
+        )
+    }
+
+    /// The bound `memory` gives this run: its own baseline plus the window's.
+    pub fn predicted_bytes(&self, memory: &MemoryModel) -> u64 {
+        self.report.stats.baseline_memory_bytes + memory.predict_bytes(self.largest_window_voxels)
+    }
+}
+
+/// The configuration of one sweep run (the child's flags say the same).
+fn config(args: &SweepArgs, patch: [usize; 3]) -> DetectConfig {
+    DetectConfig {
+        tile: TileSpec {
+            patch,
+            overlap: args.overlap,
+            blend: args.blend,
+            allow_single_pass: true,
+            memory_budget_bytes: None,
+        },
+        device: args.device,
+        threads: 1,
+        allocator: args.allocator,
+        score_threshold: None,
+        rescore: true,
+        nms_iou: DEFAULT_NMS_IOU,
+        ort_lib: None,
+        precision: Precision::Fp32,
+        memory_model: None,
+    }
+}
+
 pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
-    let model = Model::load(&args.model)
-        .with_context(|| format!("loading the model in {}", args.model.display()))?;
+    let model_dir = match &args.model {
+        Some(dir) => dir.clone(),
+        None => super::detect::default_model_dir()?,
+    };
+    let model = Model::load(&model_dir)
+        .with_context(|| format!("loading the model in {}", model_dir.display()))?;
     let study = match &args.path {
         Some(p) => p.clone(),
         None => super::phantom::demo_study_dir()?,
     };
     let geometry = tessera_core::dicom::open_geometry(&study, None)
         .with_context(|| format!("opening {}", study.display()))?;
-    let size = tessera_core::pipeline::model_geometry(&geometry, &model).size;
+    let size = pipeline::model_geometry(&geometry, &model).size;
     let stride = model.card.stride;
     let whole = size.map(|n| n.div_ceil(stride) * stride);
     let patches: Vec<[usize; 3]> = match &args.patches {
@@ -104,17 +161,12 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
         None => {
             let mut list = derived_patches(whole, stride, model.card.receptive_radius());
             // With a budget and a memory model (the card's), the patch it would choose too.
-            let memory = tessera_core::pipeline::card_memory_model(&model, args.device);
-            if let (Some(budget), Some(memory)) = (args.memory_budget, memory) {
-                let grid = tessera_core::plan::ModelGrid {
-                    stride,
-                    receptive_radius: model.card.receptive_radius(),
-                };
-                if let Ok(chosen) = tessera_core::plan::choose_patch(size, grid, &memory, budget)
-                    && !list.contains(&chosen)
-                {
-                    list.insert(0, chosen);
-                }
+            if let Some(budget) = args.memory_budget
+                && let Ok((chosen, _)) =
+                    pipeline::patch_for_budget(&geometry, &model, &config(args, whole), budget)
+                && !list.contains(&chosen)
+            {
+                list.insert(0, chosen);
             }
             list
         }
@@ -139,7 +191,7 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
         let out = runs_dir.join(format!("{}.json", label.replace('x', "_")));
         let started = std::time::Instant::now();
         let mut command =
-            detect_command(&exe, &study, &args.model, patch, whole, args.threads, &out);
+            detect_command(&exe, &study, &model_dir, patch, whole, args.threads, &out);
         if let Some(lib) = ort_lib {
             command.arg("--ort-lib").arg(lib);
         }
@@ -166,25 +218,8 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
             );
         }
         let report = DetectionReport::read_json(&out)?;
-        let config = DetectConfig {
-            tile: TileSpec {
-                patch,
-                overlap: args.overlap,
-                blend: args.blend,
-                allow_single_pass: true,
-                memory_budget_bytes: None,
-            },
-            device: args.device,
-            threads: 1,
-            allocator: args.allocator,
-            score_threshold: None,
-            rescore: true,
-            nms_iou: DEFAULT_NMS_IOU,
-            ort_lib: None,
-            precision: Precision::Fp32,
-            memory_model: None,
-        };
-        let plan = plan_for(size, &model, &config)?;
+        let config = config(args, patch);
+        let plan = pipeline::plan_for(size, &model, &config, 0)?;
         let largest_window_voxels = plan.windows.iter().map(|w| w.voxels()).max().unwrap_or(0);
         rows.push(Row {
             label,
@@ -203,10 +238,7 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
     for row in rows.iter_mut().skip(1) {
         row.parity = Some(compare(&reference_report, &row.report, tolerances));
     }
-    let points: Vec<(usize, u64)> = rows
-        .iter()
-        .map(|r| (r.largest_window_voxels, r.report.stats.peak_memory_bytes))
-        .collect();
+    let points: Vec<(usize, u64)> = rows.iter().map(Row::calibration_point).collect();
     let memory = MemoryModel::fit(&points);
     if let Some(m) = memory {
         let file = MemoryModelFile {
@@ -290,9 +322,7 @@ fn csv(rows: &[Row], memory: Option<&MemoryModel>) -> String {
             r.report.plan.recompute_factor,
             r.largest_window_voxels,
             r.report.stats.peak_memory_bytes,
-            memory.map_or(String::new(), |m| m
-                .predict_bytes(r.largest_window_voxels)
-                .to_string()),
+            memory.map_or(String::new(), |m| r.predicted_bytes(m).to_string()),
             r.report.stats.inference_s,
             r.wall_s,
             r.report.detections.len(),
@@ -349,7 +379,7 @@ fn markdown(
         let measured = r.report.stats.peak_memory_bytes;
         let (predicted, error) = match memory {
             Some(m) => {
-                let p = m.predict_bytes(r.largest_window_voxels);
+                let p = r.predicted_bytes(m);
                 (
                     format_bytes(p),
                     format!(
@@ -391,14 +421,15 @@ fn markdown(
         Some(m) => {
             let _ = writeln!(
                 s,
-                "\nMemory model (least squares over these runs): peak = {} + {:.1} bytes x window voxels. Calibration: `memory_model.json`.",
+                "\nMemory model (an upper bound over these runs, {}): peak ≤ the run's baseline + {} + {:.1} bytes x window voxels. Calibration: `memory_model.json`.",
+                m.describe(),
                 format_bytes(m.fixed_bytes.max(0.0) as u64),
                 m.bytes_per_voxel
             );
         }
         None => s.push_str("\nMemory model: not enough distinct window sizes to fit.\n"),
     }
-    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU).\n");
+    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU); the baseline is what the process held when the run started (the study and its resampled copy). Predicted = baseline + bound; error = (predicted - measured) / measured, never negative for a calibration run.\n");
     s
 }
 

@@ -36,6 +36,7 @@ pub fn run(
     ort_lib: Option<PathBuf>,
     startup: Startup,
 ) -> anyhow::Result<()> {
+    quiet_wayland_probe();
     let source = path.map_or(Source::Demo, Source::Path);
     let options = eframe::NativeOptions {
         renderer: eframe::Renderer::Wgpu,
@@ -59,6 +60,32 @@ pub fn run(
     .context(
         "the viewer could not open a window (no display? run it under a desktop session or Xvfb; the headless subcommands are listed by `tessera --help`)",
     )
+}
+
+/// On an X11 display without a session runtime folder (Xvfb, ssh -X), wgpu's GL backend still
+/// probes for Wayland, and libwayland prints "XDG_RUNTIME_DIR is invalid or not set" for each
+/// probe: error-looking output on success. The XDG base-directory spec asks for a private
+/// replacement folder then; with one, the probe finds no Wayland socket and stays quiet.
+fn quiet_wayland_probe() {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let unset = |name: &str| std::env::var_os(name).is_none_or(|v| v.is_empty());
+    if !(unset("XDG_RUNTIME_DIR") && unset("WAYLAND_DISPLAY") && !unset("DISPLAY")) {
+        return;
+    }
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    let dir = std::env::temp_dir().join(format!("tessera-runtime-{uid}"));
+    // 0700 and ours, as the spec requires; otherwise leave the environment alone.
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let private = std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
+    if private {
+        // SAFETY: called first thing in `run`, on the main thread, before eframe, the loader
+        // or any worker thread exists, so nothing reads the environment concurrently.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("XDG_RUNTIME_DIR", &dir);
+        }
+    }
 }
 
 /// The whole viewer state. Public so that tests drive it through `egui_kittest`.
@@ -143,12 +170,12 @@ impl TesseraApp {
         if let Some(outcome) = self.run_panel.poll() {
             match outcome {
                 run::Outcome::Finished(record) => {
-                    self.info(format!(
-                        "run {} finished: {} detection(s) in {:.1} s",
-                        record.label,
-                        record.report.detections.len(),
-                        record.report.stats.elapsed_s
-                    ));
+                    let summary = run::summary(&record);
+                    if record.report.stats.prediction_exceeded {
+                        self.error(summary);
+                    } else {
+                        self.info(summary);
+                    }
                     self.review.run_finished(&self.run_panel.runs);
                 }
                 run::Outcome::Cancelled => self.info("run cancelled"),
