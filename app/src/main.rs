@@ -15,8 +15,7 @@ use clap::{Parser, Subcommand};
     name = "tessera",
     version,
     about = "Memory-bounded tiled 3D detection on CT scans",
-    long_about = "Memory-bounded tiled 3D detection on CT scans.\n\nWithout a subcommand, opens the viewer on PATH (or on the built-in demo study).",
-    args_conflicts_with_subcommands = true
+    long_about = "Memory-bounded tiled 3D detection on CT scans.\n\nWithout a subcommand, opens the viewer on PATH (or on the built-in demo study)."
 )]
 struct Cli {
     /// ONNX Runtime library to load (default: ORT_DYLIB_PATH, then the project's .runtime/).
@@ -74,6 +73,15 @@ struct ViewArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Global options may stand before or after a subcommand; a study path goes after it.
+    if let (Some(path), Some(_)) = (&cli.path, &cli.command) {
+        eprintln!(
+            "error: '{}' before the subcommand: give the study after it (e.g. `tessera detect {}`)",
+            path.display(),
+            path.display()
+        );
+        return ExitCode::from(2);
+    }
     let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
         None => done(gui::run(cli.path, cli.ort_lib, gui::Startup::default())),
@@ -103,5 +111,70 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use super::{Cli, Command};
+    use clap::{CommandFactory as _, Parser as _};
+
+    /// Every option and positional of every subcommand says what it is.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if !matches!(id, "help" | "version")
+                    && arg.get_help().is_none()
+                    && arg.get_long_help().is_none()
+                {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "tessera", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_subcommand() {
+        for words in [
+            ["tessera", "--ort-lib", "lib.so", "runtime"],
+            ["tessera", "runtime", "--ort-lib", "lib.so"],
+        ] {
+            let cli = Cli::try_parse_from(words).unwrap();
+            assert!(
+                matches!(cli.command, Some(Command::Runtime(_))),
+                "{words:?}: {cli:?}"
+            );
+            assert_eq!(cli.ort_lib.as_deref(), Some("lib.so".as_ref()), "{words:?}");
+            assert!(cli.path.is_none(), "{words:?}: {cli:?}");
+        }
+    }
+
+    #[test]
+    fn a_closed_set_lists_its_values() {
+        let err = Cli::try_parse_from(["tessera", "detect", "--blend", "median"]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("[possible values: halo, gaussian, constant]"),
+            "{text}"
+        );
+        let help = Cli::command()
+            .find_subcommand_mut("detect")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("halo:"), "{help}");
+        assert!(help.contains("tight-arena:"), "{help}");
     }
 }

@@ -21,7 +21,8 @@ pub enum BenchWhat {
     Load {
         /// A DICOM folder; the largest series in it is loaded.
         path: PathBuf,
-        #[arg(long, default_value_t = 5)]
+        /// Timed runs after the warm-up; the report gives min, median and max.
+        #[arg(long, default_value_t = 5, value_name = "N")]
         repeat: usize,
     },
     /// Run `tessera detect` (each in a fresh process, so allocators do not share memory) on a
@@ -29,28 +30,37 @@ pub enum BenchWhat {
     Detect {
         /// A DICOM folder. Without it: the demo study.
         path: Option<PathBuf>,
-        #[arg(long)]
+        /// Model folder (with model.json).
+        #[arg(long, value_name = "DIR")]
         model: PathBuf,
-        /// Comma-separated `XxYxZ` patches.
-        #[arg(long, default_value = "512x512x64,256x256x64,128x128x64")]
+        /// Comma-separated `XxYxZ` patches, in voxels of the model's grid.
+        #[arg(
+            long,
+            default_value = "512x512x64,256x256x64,128x128x64",
+            value_name = "XxYxZ,..."
+        )]
         patches: String,
-        /// Comma-separated allocators.
-        #[arg(long, default_value = "none,tight-arena,arena")]
+        /// Comma-separated CPU allocators, each of none, tight-arena, arena.
+        #[arg(long, default_value = "none,tight-arena,arena", value_name = "LIST")]
         allocators: String,
-        #[arg(long)]
+        /// CPU threads for inference (default: all cores).
+        #[arg(long, value_name = "N")]
         threads: Option<usize>,
     },
     /// Time to produce a slice image (window/level applied) after a scroll, per plane, on a
     /// phantom generated in memory.
     View {
-        #[arg(long, default_value = "512x512x600", value_parser = super::phantom::parse_size)]
+        /// Phantom size in voxels, `XxYxZ`.
+        #[arg(long, default_value = "512x512x600", value_parser = super::phantom::parse_size, value_name = "XxYxZ")]
         size: [usize; 3],
     },
     /// Generate and write a phantom.
     Phantom {
-        #[arg(long, default_value = "512x512x300", value_parser = super::phantom::parse_size)]
+        /// Phantom size in voxels, `XxYxZ`.
+        #[arg(long, default_value = "512x512x300", value_parser = super::phantom::parse_size, value_name = "XxYxZ")]
         size: [usize; 3],
-        #[arg(long, default_value = "0.7,0.7,1.25", value_parser = super::phantom::parse_spacing)]
+        /// Voxel spacing in millimetres, `x,y,z`.
+        #[arg(long, default_value = "0.7,0.7,1.25", value_parser = super::phantom::parse_spacing, value_name = "X,Y,Z")]
         spacing: [f64; 3],
     },
 }

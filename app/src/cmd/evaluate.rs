@@ -16,7 +16,8 @@ pub struct EvaluateArgs {
     /// at least `--min-readers` outlined, other marks are ignored (as LUNA16 does). Repeatable.
     #[arg(long = "lidc", value_name = "DET=CASE")]
     pub lidc: Vec<String>,
-    #[arg(long, default_value_t = 3)]
+    /// Readers (of 4) who must have outlined a LIDC nodule for it to be a target.
+    #[arg(long, default_value_t = 3, value_name = "N")]
     pub min_readers: usize,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -10,7 +10,7 @@ pub struct LidcArgs {
     /// A LIDC-IDRI case folder (slices and the reader XML).
     pub path: PathBuf,
     /// Reads closer than this (mm), or half a diameter, are one nodule.
-    #[arg(long, default_value_t = lidc::SAME_NODULE_MM)]
+    #[arg(long, default_value_t = lidc::SAME_NODULE_MM, value_name = "MM")]
     pub same_nodule_mm: f64,
 }
 

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod chart;
 pub mod detect;
 pub mod evaluate;
+pub mod flags;
 pub mod info;
 pub mod lidc;
 pub mod parity;

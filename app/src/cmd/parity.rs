@@ -12,13 +12,17 @@ use tessera_core::report::DetectionReport;
 
 #[derive(Debug, clap::Args)]
 pub struct ParityArgs {
+    /// The first run's det.json (e.g. the whole-volume reference).
+    #[arg(value_name = "A.json")]
     pub a: PathBuf,
+    /// The second run's det.json (e.g. a tiled run).
+    #[arg(value_name = "B.json")]
     pub b: PathBuf,
     /// Largest score difference of a matched pair.
-    #[arg(long, default_value_t = 1e-4)]
+    #[arg(long, default_value_t = 1e-4, value_name = "SCORE")]
     pub score_tol: f32,
     /// Largest difference of any box face, in voxels of the model grid.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_name = "VOXELS")]
     pub box_tol_voxels: f64,
     /// Print JSON instead of Markdown.
     #[arg(long)]

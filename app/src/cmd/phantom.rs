@@ -10,20 +10,22 @@ use tessera_core::phantom::{self, PhantomSpec};
 pub struct PhantomArgs {
     /// Folder to write the series and truth.json into (created; existing files are not touched
     /// unless they have the same names).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 1)]
+    /// Random seed: the same seed (and size, spacing, nodules, noise) gives the same bytes.
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub seed: u64,
-    /// Voxels, `XxYxZ`.
-    #[arg(long, default_value = "512x512x300", value_parser = parse_size)]
+    /// Size in voxels, `XxYxZ` (columns x rows x slices).
+    #[arg(long, default_value = "512x512x300", value_parser = parse_size, value_name = "XxYxZ")]
     pub size: [usize; 3],
-    /// Millimetres `x,y,z` (z is slice spacing and thickness).
-    #[arg(long, default_value = "0.7,0.7,1.25", value_parser = parse_spacing)]
+    /// Voxel spacing in millimetres, `x,y,z` (z is slice spacing and thickness).
+    #[arg(long, default_value = "0.7,0.7,1.25", value_parser = parse_spacing, value_name = "X,Y,Z")]
     pub spacing: [f64; 3],
-    #[arg(long, default_value_t = 6)]
+    /// Nodules to place (solid, part-solid and ground-glass, 3-30 mm), listed in truth.json.
+    #[arg(long, default_value_t = 6, value_name = "N")]
     pub nodules: usize,
-    /// Noise standard deviation, HU.
-    #[arg(long, default_value_t = 18.0)]
+    /// Noise standard deviation, HU (0: none).
+    #[arg(long, default_value_t = 18.0, value_name = "HU")]
     pub noise: f32,
 }
 

@@ -15,10 +15,10 @@ pub struct ResampleArgs {
     /// A DICOM file or folder.
     pub path: PathBuf,
     /// Target spacing, mm: one value (isotropic) or `x,y,z`.
-    #[arg(long, value_parser = parse_spacing_mm)]
+    #[arg(long, value_parser = parse_spacing_mm, value_name = "MM|X,Y,Z")]
     pub spacing_mm: [f64; 3],
     /// The `.npy` file to write (its `.json` sidecar goes beside it).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE.npy")]
     pub out: PathBuf,
 }
 
