@@ -151,7 +151,7 @@ mod tests {
             ["tessera", "--ort-lib", "lib.so", "runtime"],
             ["tessera", "runtime", "--ort-lib", "lib.so"],
         ] {
-            let cli = Cli::try_parse_from(words).unwrap();
+            let cli = Cli::try_parse_from(words).unwrap(); // ok: test code
             assert!(
                 matches!(cli.command, Some(Command::Runtime(_))),
                 "{words:?}: {cli:?}"
@@ -169,11 +169,9 @@ mod tests {
             text.contains("[possible values: halo, gaussian, constant]"),
             "{text}"
         );
-        let help = Cli::command()
-            .find_subcommand_mut("detect")
-            .unwrap()
-            .render_long_help()
-            .to_string();
+        let mut cli = Cli::command();
+        let detect = cli.find_subcommand_mut("detect").unwrap(); // ok: test code
+        let help = detect.render_long_help().to_string();
         assert!(help.contains("halo:"), "{help}");
         assert!(help.contains("tight-arena:"), "{help}");
     }
