@@ -355,9 +355,14 @@ fn ctrl_c_cancels_within_a_window_and_writes_no_output() {
         .status()
         .unwrap();
     assert!(killed.success());
+    // Keep draining stderr while waiting: a parent that stops reading a child's progress
+    // lines fills the pipe and blocks the child before it can see the cancel.
+    let reader = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).map(|_| rest)
+    });
     let status = child.wait().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let rest = reader.join().unwrap().unwrap();
     assert_eq!(status.code(), Some(130), "{rest}");
     assert!(rest.contains("cancelled: no output written"), "{rest}");
     assert!(!json.exists());

@@ -245,7 +245,13 @@ struct WindowProgress {
     bar: Option<ProgressBar>,
     started: std::time::Instant,
     total: usize,
+    /// When the last plain line was printed: tiny windows (thousands of them) print at most
+    /// one line a second, plus the last.
+    last_line: Option<std::time::Instant>,
 }
+
+/// Plain progress lines at most this often, except the last window's.
+const LINE_INTERVAL_S: f64 = 1.0;
 
 impl WindowProgress {
     fn new(prefix: String) -> Self {
@@ -265,6 +271,7 @@ impl WindowProgress {
             bar,
             started: std::time::Instant::now(),
             total: 0,
+            last_line: None,
         }
     }
 
@@ -302,6 +309,14 @@ impl WindowProgress {
                 let left_s = spent_s / done as f64 * (self.total - done.min(self.total)) as f64;
                 if let Some(bar) = &self.bar {
                     bar.inc(1);
+                } else if done < self.total
+                    && self
+                        .last_line
+                        .is_some_and(|t| t.elapsed().as_secs_f64() < LINE_INTERVAL_S)
+                {
+                    return;
+                } else {
+                    self.last_line = Some(std::time::Instant::now());
                 }
                 self.say(format!(
                     "window {done}/{} in {elapsed_s:.2} s (elapsed {spent_s:.0} s, about {left_s:.0} s left), memory {} (peak {})",
