@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use plotters::prelude::*;
-use tessera_core::plan::MemoryModel;
+use tessera_core::plan::{MemoryForecast, MemoryModel};
 
 use super::sweep::Row;
 
@@ -96,15 +96,15 @@ where
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLUE.filled()));
     if let Some(m) = memory {
         // The bound adds to each run's baseline; the runs share a study, so the reference's.
-        let baseline = rows
-            .first()
-            .map_or(0, |r| r.report.stats.baseline_memory_bytes);
+        let forecast = MemoryForecast {
+            model: *m,
+            baseline_bytes: rows
+                .first()
+                .map_or(0, |r| r.report.stats.baseline_memory_bytes),
+        };
         let line = (0..=50).map(|i| {
             let x = max_x * f64::from(i) / 50.0;
-            (
-                x,
-                (baseline + m.predict_bytes((x * 1e6) as usize)) as f64 / GIB,
-            )
+            (x, forecast.peak_bytes((x * 1e6) as usize) as f64 / GIB)
         });
         chart
             .draw_series(LineSeries::new(line, BLACK))

@@ -14,7 +14,9 @@ use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::model::{Model, Precision};
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig};
-use tessera_core::plan::{BlendMode, MemoryModel, TileSpec, format_bytes, parse_bytes};
+use tessera_core::plan::{
+    BlendMode, MemoryForecast, MemoryModel, TileSpec, format_bytes, parse_bytes,
+};
 use tessera_core::report::DetectionReport;
 use tessera_core::volume::format_size;
 
@@ -110,7 +112,11 @@ impl Row {
 
     /// The bound `memory` gives this run: its own baseline plus the window's.
     pub fn predicted_bytes(&self, memory: &MemoryModel) -> u64 {
-        self.report.stats.baseline_memory_bytes + memory.predict_bytes(self.largest_window_voxels)
+        MemoryForecast {
+            model: *memory,
+            baseline_bytes: self.report.stats.baseline_memory_bytes,
+        }
+        .peak_bytes(self.largest_window_voxels)
     }
 }
 

@@ -327,7 +327,8 @@ impl RunPanel {
                     p.windows.len(),
                     p.windows_per_axis.map(|n| n.to_string()).join("×"),
                     p.recompute_factor(),
-                    predicted_text(p)
+                    p.predicted_peak_text()
+                        .unwrap_or_else(|| "predicted peak unknown (no memory model)".into())
                 ));
             }
             Some(Err(e)) => {
@@ -471,18 +472,6 @@ impl RunPanel {
             }
             Err(e) => self.budget_refusal = Some(e.to_string()),
         }
-    }
-}
-
-/// "predicted peak ≤ 1.02 GiB (calibrated on 7 runs, worst error +4.2 %)".
-fn predicted_text(plan: &TilePlan) -> String {
-    match (plan.predicted_peak_bytes, &plan.memory) {
-        (Some(bytes), Some(forecast)) => format!(
-            "predicted peak ≤ {} ({})",
-            format_bytes(bytes),
-            forecast.model.describe()
-        ),
-        _ => "predicted peak unknown (no memory model)".into(),
     }
 }
 
