@@ -62,8 +62,8 @@ pub fn run(
     )
 }
 
-/// On an X11 display without a session runtime folder (Xvfb, ssh -X), wgpu's GL backend still
-/// probes for Wayland, and libwayland prints "XDG_RUNTIME_DIR is invalid or not set" for each
+/// On an X11 display without a session runtime folder (Xvfb, ssh -X), the graphics stack still
+/// probes for Wayland (seen with Mesa's Vulkan driver), and libwayland prints "XDG_RUNTIME_DIR is invalid or not set" for each
 /// probe: error-looking output on success. The XDG base-directory spec asks for a private
 /// replacement folder then; with one, the probe finds no Wayland socket and stays quiet.
 fn quiet_wayland_probe() {
