@@ -69,6 +69,10 @@ struct ViewArgs {
     /// then close: for documentation and checks.
     #[arg(long, value_name = "FILE")]
     screenshot: Option<PathBuf>,
+    /// Interpolate over missing or unreadable slices instead of refusing the series (File >
+    /// Allow gaps in the viewer); filled slices are listed and marked.
+    #[arg(long)]
+    allow_gaps: bool,
 }
 
 fn main() -> ExitCode {
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
                 run: args.run,
                 screenshot: args.screenshot,
                 seams: args.seams,
+                allow_gaps: args.allow_gaps,
             },
         )),
         Some(Command::Info(args)) => done(cmd::info::run(&args)),
@@ -101,7 +106,7 @@ fn main() -> ExitCode {
         Some(Command::Lidc(args)) => done(cmd::lidc::run(&args)),
         Some(Command::Resample(args)) => done(cmd::resample::run(&args)),
         Some(Command::Parity(args)) => cmd::parity::run(&args),
-        Some(Command::Sweep(args)) => done(cmd::sweep::run(&args, cli.ort_lib.as_deref())),
+        Some(Command::Sweep(args)) => cmd::sweep::run(&args, cli.ort_lib.as_deref()),
         Some(Command::Runtime(args)) => done(cmd::runtime::run(&args, cli.ort_lib.as_deref())),
         Some(Command::Bench(args)) => done(cmd::bench::run(&args)),
     };
@@ -109,6 +114,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
+            // A refused output path is a refusal like a refused plan: nothing was written.
+            if error.downcast_ref::<cmd::outputs::Refused>().is_some() {
+                return ExitCode::from(2);
+            }
             ExitCode::FAILURE
         }
     }

@@ -46,8 +46,12 @@ fn info_json_on_a_phantom_reports_what_was_written() {
         .output()
         .unwrap();
     assert!(info.status.success(), "{}", stderr_of(&info));
-    let rows: serde_json::Value = serde_json::from_str(&stdout_of(&info)).unwrap();
-    let rows = rows.as_array().unwrap();
+    let info: serde_json::Value = serde_json::from_str(&stdout_of(&info)).unwrap();
+    assert_eq!(info["files_seen"], 25);
+    // truth.json is reported, with its reason and kind.
+    assert_eq!(info["skipped"].as_array().unwrap().len(), 1);
+    assert_eq!(info["skipped"][0]["kind"], "not_dicom");
+    let rows = info["series"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
     assert_eq!(row["modality"], "CT");
@@ -55,6 +59,8 @@ fn info_json_on_a_phantom_reports_what_was_written() {
     assert_eq!(row["spacing_mm"], serde_json::json!([1.25, 1.5, 5.0]));
     assert_eq!(row["files"], 24);
     assert_eq!(row["warnings"], serde_json::json!([]));
+    assert_eq!(row["filled_slices"], serde_json::json!([]));
+    assert_eq!(row["unreadable_files"], serde_json::json!([]));
     assert!(row["series_uid"].as_str().unwrap().starts_with("2.25."));
     assert_eq!(row["description"], "Tessera chest phantom, seed 4");
 }
@@ -94,11 +100,26 @@ fn info_text_on_the_ge_series_shows_tilt() {
     let Some(dir) = shared_data("dcm_qa_ct/GE") else {
         return;
     };
+    // Its gaps are uneven: refused as a volume unless gaps are allowed, and said so.
     let output = tessera().arg("info").arg(&dir).output().unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let text = stdout_of(&output);
+    assert!(text.contains("error    series"), "{text}");
+    assert!(text.contains("uneven slice spacing"), "{text}");
+    assert!(text.contains("--allow-gaps"), "{text}");
+    let output = tessera()
+        .args(["info", "--allow-gaps"])
+        .arg(&dir)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", stderr_of(&output));
     let text = stdout_of(&output);
     assert!(text.contains("warning  gantry tilt 18.5"), "{text}");
     assert!(text.contains("size     512x512x"), "{text}");
+    assert!(
+        text.contains("is interpolated (no file at this position)"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -30,7 +30,12 @@ fn phantom_study(dir: &Path, size: [usize; 3]) -> PathBuf {
 }
 
 fn harness(source: Source) -> Harness<'static, TesseraApp> {
-    let app = TesseraApp::new(&egui::Context::default(), source, None);
+    harness_with(source, false)
+}
+
+/// With `allow_gaps`: as if `--allow-gaps` (File > Allow gaps) was given.
+fn harness_with(source: Source, allow_gaps: bool) -> Harness<'static, TesseraApp> {
+    let app = TesseraApp::new(&egui::Context::default(), source, None, allow_gaps);
     Harness::builder()
         .with_size([1400.0, 900.0])
         .build_ui_state(|ui, app: &mut TesseraApp| app.ui(ui), app)
@@ -252,7 +257,8 @@ fn a_folder_with_several_series_shows_a_picker() {
     let Some(dir) = tessera_tests::shared_data("dcm_qa_ct") else {
         return;
     };
-    let mut h = harness(Source::Path(dir));
+    // The GE series has uneven gaps: openable only with gaps allowed, and it comes first.
+    let mut h = harness_with(Source::Path(dir), true);
     step_until(&mut h, "the picker", |app| {
         app.picker.is_some() || app.study.is_some()
     });
@@ -275,6 +281,7 @@ fn three_views_with_boxes_and_seams_match_the_snapshot() {
         &egui::Context::default(),
         Source::Path(phantom_study(dir.path(), [128, 128, 48])),
         None,
+        false,
     );
     let mut h = Harness::builder()
         .with_size([1400.0, 900.0])
@@ -298,7 +305,7 @@ fn a_tilted_series_opens_and_every_view_draws() {
     let Some(dir) = tessera_tests::shared_data("dcm_qa_ct/GE") else {
         return;
     };
-    let mut h = harness(Source::Path(dir));
+    let mut h = harness_with(Source::Path(dir), true);
     step_until(&mut h, "the GE series", |app| {
         app.study.is_some() || app.picker.is_some() || !app.messages.is_empty()
     });
@@ -310,6 +317,8 @@ fn a_tilted_series_opens_and_every_view_draws() {
     }
     assert!(h.state().study.is_some(), "{:?}", h.state().messages);
     h.get_by_label_contains("mm, gantry tilt");
+    // Its interpolated slices are said, not hidden.
+    h.get_by_label_contains("slice(s) of this series are interpolated, not read from a file");
     // Scroll to both ends of every axis: nothing panics at the edges.
     for plane in tessera::gui::study::PLANES {
         h.state_mut().study.as_mut().unwrap().scroll(plane, -10_000);
@@ -341,4 +350,48 @@ fn two_runs_compare_through_parity() {
         "Parity with the previous run: {n} matched, 0 only before (magenta), 0 only now"
     ));
     h.get_by_label_contains("within tolerance");
+}
+
+#[test]
+fn damaged_real_slices_show_the_file_and_the_reason_in_the_message_bar() {
+    use tessera_tests::bad_input::{self, VICTIM, copy_study, slice_path};
+    let Some(sources) = bad_input::source_series() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    for kind in bad_input::dicom_kinds() {
+        let work = tempfile::tempdir_in(root.path()).unwrap();
+        let study = copy_study(&sources, work.path());
+        (kind.damage)(&study);
+        let mut h = harness(Source::Path(study.clone()));
+        step_until(&mut h, kind.name, |app| app.load.is_none());
+        assert!(h.state().study.is_none(), "{}: opened", kind.name);
+        h.get_by_label_contains(kind.reason);
+        if kind.names_file {
+            let victim = slice_path(&study, VICTIM);
+            h.get_by_label_contains(&victim.display().to_string());
+        }
+    }
+}
+
+#[test]
+fn with_gaps_allowed_a_damaged_slice_is_filled_and_said() {
+    use tessera_tests::bad_input::{self, copy_study};
+    let Some(sources) = bad_input::source_series() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let study = copy_study(&sources, root.path());
+    let kinds = bad_input::dicom_kinds();
+    let kind = kinds.iter().find(|k| k.name == "RescaleSlope NaN").unwrap();
+    (kind.damage)(&study);
+    let mut h = harness_with(Source::Path(study), true);
+    step_until(&mut h, "the study", |app| app.load.is_none());
+    assert!(h.state().study.is_some(), "{:?}", h.state().messages);
+    h.get_by_label_contains("1 slice(s) of this series are interpolated");
+    assert!(
+        h.get_all_by_label_contains("in place of unreadable")
+            .next()
+            .is_some()
+    );
 }

@@ -6,7 +6,7 @@ fn main() {
         let t = Instant::now();
         let report = tessera_core::dicom::scan(dir.as_ref()).unwrap();
         let s = &report.series[0];
-        let layout = tessera_core::dicom::layout(s).unwrap();
+        let layout = tessera_core::dicom::layout(s, Default::default()).unwrap();
         let t1 = t.elapsed();
         let v = tessera_core::dicom::decode(s, &layout).unwrap();
         println!(

@@ -1,10 +1,63 @@
 //! Writing files a user keeps: atomically, so a crash or cancel never leaves half a file.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, then renames it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = stage(path, bytes)?;
+    let result = std::fs::rename(&tmp, path);
+    if result.is_err() {
+        // Best effort: the temporary file is ours and worthless after a failure.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes several files as a set: every file goes to a temporary file first, and only when all
+/// of them are written are they renamed into place, so a failure leaves none of them changed.
+///
+/// Two entries with the same path are refused (e.g. a sidecar that would replace its volume).
+pub fn write_set(files: &[(&Path, &[u8])]) -> Result<(), OutputError> {
+    for (i, (path, _)) in files.iter().enumerate() {
+        if files[..i].iter().any(|(other, _)| other == path) {
+            return Err(OutputError::SamePath {
+                path: path.to_path_buf(),
+            });
+        }
+    }
+    let mut staged = Vec::with_capacity(files.len());
+    for (path, bytes) in files {
+        match stage(path, bytes) {
+            Ok(tmp) => staged.push((tmp, *path)),
+            Err(source) => {
+                for (tmp, _) in &staged {
+                    // Best effort: the temporary files are ours and worthless now.
+                    let _ = std::fs::remove_file(tmp);
+                }
+                return Err(OutputError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        }
+    }
+    for (i, (tmp, path)) in staged.iter().enumerate() {
+        if let Err(source) = std::fs::rename(tmp, path) {
+            for (rest, _) in &staged[i..] {
+                let _ = std::fs::remove_file(rest);
+            }
+            return Err(OutputError::Write {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a synced temporary file beside `path` and returns its path.
+fn stage(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -17,12 +70,114 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        file.sync_all()
     })();
-    if result.is_err() {
-        // Best effort: the temporary file is ours and worthless after a failure.
-        let _ = std::fs::remove_file(&tmp);
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
+}
+
+/// Why an output path is refused, or could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("refusing to write {}: it is one of the input files", path.display())]
+    IsInput { path: PathBuf },
+    #[error("refusing to write {} inside the input {}: outputs go beside a study, not into it (--force to write there anyway)", path.display(), input.display())]
+    InsideInput { path: PathBuf, input: PathBuf },
+    #[error("refusing to overwrite {}: it is a DICOM file (--force to overwrite it)", path.display())]
+    WouldOverwriteDicom { path: PathBuf },
+    #[error("cannot write {}: it is {kind}", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("refusing to write into {}: it is not empty and not a folder this command wrote ({reason}); choose a new or empty folder", path.display())]
+    NotOurFolder { path: PathBuf, reason: String },
+    #[error("two outputs would be the same file {}", path.display())]
+    SamePath { path: PathBuf },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Checks that writing `path` modifies nothing the user gave as input.
+///
+/// `inputs` are the files and folders a run reads (a study folder, its series files). Refused:
+/// an input file itself (always), a path inside an input folder or beside an input file, or an
+/// existing DICOM file (those two unless `force`), or anything that is not a regular file.
+pub fn check_output(path: &Path, inputs: &[PathBuf], force: bool) -> Result<(), OutputError> {
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        return Err(OutputError::NotAFile {
+            path: path.to_path_buf(),
+            kind: crate::dicom::file_kind(&meta),
+        });
+    }
+    let target = absolute(path);
+    for input in inputs {
+        let input_abs = absolute(input);
+        if input_abs == target {
+            return Err(OutputError::IsInput {
+                path: path.to_path_buf(),
+            });
+        }
+        let folder = if input_abs.is_dir() {
+            Some(input_abs.as_path())
+        } else {
+            input_abs.parent()
+        };
+        if !force
+            && let Some(folder) = folder
+            && target.starts_with(folder)
+        {
+            return Err(OutputError::InsideInput {
+                path: path.to_path_buf(),
+                input: input.clone(),
+            });
+        }
+    }
+    if !force && crate::dicom::is_dicom_file(path) {
+        return Err(OutputError::WouldOverwriteDicom {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// `path` made absolute with symlinks resolved, as far as it exists (a file to be written does
+/// not exist yet: its folder is resolved and its name appended).
+fn absolute(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let name = path.file_name().map(std::ffi::OsStr::to_os_string);
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    match (std::fs::canonicalize(&parent), name) {
+        (Ok(dir), Some(name)) => dir.join(name),
+        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+    }
+}
+
+/// Reads a whole regular file. A FIFO, device or folder is refused by kind instead of read
+/// (reading a FIFO would wait forever for a writer).
+pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file",
+                crate::dicom::file_kind(&meta)
+            ),
+        ));
+    }
+    std::fs::read(path)
 }

@@ -233,12 +233,12 @@ impl Model {
     /// Loads and checks the model in `dir` (a folder with `model.json`).
     pub fn load(dir: &Path) -> Result<Self, ModelError> {
         let card_path = dir.join("model.json");
-        if !card_path.is_file() {
+        if !card_path.exists() {
             return Err(ModelError::NoCard {
                 dir: dir.to_path_buf(),
             });
         }
-        let text = std::fs::read(&card_path).map_err(|source| ModelError::Io {
+        let text = crate::io::read_regular_file(&card_path).map_err(|source| ModelError::Io {
             path: card_path.clone(),
             source,
         })?;
@@ -251,6 +251,28 @@ impl Model {
             return Err(bad(
                 "stride and receptive_field_voxels must be positive".into()
             ));
+        }
+        if let Some(spacing) = card.target_spacing_mm
+            && !spacing.iter().all(|s| s.is_finite() && *s > 0.0)
+        {
+            return Err(bad(format!(
+                "target_spacing_mm {spacing:?} must be three positive, finite numbers"
+            )));
+        }
+        if card.recommended_patch.contains(&0) {
+            return Err(bad(format!(
+                "recommended_patch {:?} must be positive on every axis",
+                card.recommended_patch
+            )));
+        }
+        let thresholds = std::iter::once(card.default_score_threshold)
+            .chain(card.rescore.as_ref().map(|r| r.default_score_threshold));
+        for t in thresholds {
+            if !(0.0..=1.0).contains(&t) {
+                return Err(bad(format!(
+                    "score threshold {t} must be a number from 0 to 1"
+                )));
+            }
         }
         if card.input.layout != "NCDHW" {
             return Err(bad(format!(
@@ -315,7 +337,7 @@ impl Model {
 
 /// The file's SHA-256, refused when it is not the card's.
 fn checked_hash(path: &Path, expected: &str) -> Result<String, ModelError> {
-    let bytes = std::fs::read(path).map_err(|source| ModelError::Io {
+    let bytes = crate::io::read_regular_file(path).map_err(|source| ModelError::Io {
         path: path.to_path_buf(),
         source,
     })?;

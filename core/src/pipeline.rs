@@ -163,6 +163,9 @@ pub struct DetectionResult {
     /// The rescoring stage's file hash, when it ran.
     pub rescore_sha256: Option<String>,
     pub series_uid: String,
+    /// What was odd about the input (the volume's warnings) and the slices no file provided.
+    pub input_warnings: Vec<String>,
+    pub filled_slices: Vec<crate::dicom::FilledSlice>,
     /// The model's input grid (the volume after resampling).
     pub model_geometry: Geometry,
     /// Stitched output maps, `[heatmap, size, offset]` at the model's stride.
@@ -179,6 +182,8 @@ pub enum PipelineError {
     Infer(InferError),
     #[error("cancelled")]
     Cancelled,
+    #[error(transparent)]
+    Resample(#[from] crate::resample::ResampleError),
 }
 
 impl From<InferError> for PipelineError {
@@ -315,9 +320,10 @@ fn run(
 ) -> Result<DetectionResult, PipelineError> {
     let started = Instant::now();
     let card = &model.card;
-    let resampled = card
-        .target_spacing_mm
-        .and_then(|spacing| resample(volume, spacing));
+    let resampled = match card.target_spacing_mm {
+        Some(spacing) => resample(volume, spacing)?,
+        None => None,
+    };
     let input = resampled.as_ref().unwrap_or(volume);
     // GPU memory through NVML on NVIDIA devices; host memory otherwise (or when NVML is absent).
     let mut gpu = match config.device {
@@ -489,6 +495,8 @@ fn run(
         model_sha256: model.sha256.clone(),
         rescore_sha256,
         series_uid: volume.info.series_uid.clone(),
+        input_warnings: volume.warnings.clone(),
+        filled_slices: volume.filled_slices.clone(),
         model_geometry: input.geometry.clone(),
         maps,
     })

@@ -20,6 +20,12 @@ pub struct DetectionReport {
     pub schema: String,
     pub tool: Tool,
     pub series_uid: String,
+    /// What was odd about the input series (uneven spacing, tilt, left-out files...).
+    #[serde(default)]
+    pub input_warnings: Vec<String>,
+    /// Slices no file provided, interpolated because gaps were allowed (`--allow-gaps`).
+    #[serde(default)]
+    pub filled_slices: Vec<crate::dicom::FilledSlice>,
     pub config: ConfigRecord,
     pub runtime: RuntimeRecord,
     pub model: ModelRecord,
@@ -162,6 +168,8 @@ impl DetectionReport {
                 version: env!("CARGO_PKG_VERSION").into(),
             },
             series_uid: result.series_uid.clone(),
+            input_warnings: result.input_warnings.clone(),
+            filled_slices: result.filled_slices.clone(),
             config: ConfigRecord {
                 patch: c.tile.patch,
                 overlap: c.tile.overlap,
@@ -243,7 +251,7 @@ impl DetectionReport {
             path: path.to_path_buf(),
             reason,
         };
-        let bytes = std::fs::read(path).map_err(|e| read_error(e.to_string()))?;
+        let bytes = crate::io::read_regular_file(path).map_err(|e| read_error(e.to_string()))?;
         let report: Self = serde_json::from_slice(&bytes).map_err(|e| read_error(e.to_string()))?;
         if report.schema != SCHEMA {
             return Err(read_error(format!(
@@ -265,6 +273,29 @@ impl DetectionReport {
             ));
         }
         out
+    }
+
+    /// Writes `det.json` and, when asked, the LUNA16 CSV, as a set: both or neither.
+    pub fn write_files(&self, json: &Path, csv: Option<&Path>) -> Result<(), ReportError> {
+        let write_error = |path: &Path, source| ReportError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut json_bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| write_error(json, std::io::Error::other(e)))?;
+        json_bytes.push(b'\n');
+        let csv_text = csv.map(|_| self.luna16_csv());
+        let mut files: Vec<(&Path, &[u8])> = vec![(json, &json_bytes)];
+        if let (Some(path), Some(text)) = (csv, &csv_text) {
+            files.push((path, text.as_bytes()));
+        }
+        crate::io::write_set(&files).map_err(|e| match e {
+            crate::io::OutputError::Write { path, source } => ReportError::Write { path, source },
+            other => ReportError::Write {
+                path: json.to_path_buf(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        })
     }
 
     pub fn write_luna16_csv(&self, path: &Path) -> Result<(), ReportError> {

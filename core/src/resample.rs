@@ -7,21 +7,61 @@ use ndarray::Array3;
 use rayon::prelude::*;
 
 use crate::geometry::{Affine3, scale};
-use crate::volume::{Geometry, Volume, Voxels};
+use crate::volume::{Geometry, MAX_VOXELS, Volume, Voxels};
 
 /// Spacings closer than this (relative) are the same: no resampling.
 const SAME_SPACING: f64 = 1e-6;
 
-/// The size of the grid [`resample`] would make, without making it.
+/// Why a volume cannot be resampled.
+#[derive(Debug, thiserror::Error)]
+pub enum ResampleError {
+    #[error(
+        "resampling {from} to {spacing_mm:?} mm would make about {voxels:.3e} voxels, over the limit of {MAX_VOXELS}: the spacing is too fine for this volume"
+    )]
+    TooLarge {
+        from: String,
+        spacing_mm: [f64; 3],
+        voxels: f64,
+    },
+    #[error("spacing {0:?} mm is not three positive, finite numbers")]
+    BadSpacing([f64; 3]),
+}
+
+/// The size of the grid [`resample`] would make, without making it (saturating: see
+/// [`checked_resampled_size`] for the limit).
 pub fn resampled_size(geometry: &Geometry, spacing_mm: [f64; 3]) -> [usize; 3] {
+    axis_counts(geometry, spacing_mm).map(|n| n as usize)
+}
+
+fn axis_counts(geometry: &Geometry, spacing_mm: [f64; 3]) -> [f64; 3] {
     std::array::from_fn(|a| {
         let ratio = spacing_mm[a] / geometry.spacing_mm[a];
         if (ratio - 1.0).abs() <= SAME_SPACING {
-            geometry.size[a]
+            geometry.size[a] as f64
         } else {
-            (((geometry.size[a] - 1) as f64 / ratio).floor() as usize + 1).max(1)
+            ((geometry.size[a].saturating_sub(1) as f64 / ratio).floor() + 1.0).max(1.0)
         }
     })
+}
+
+/// The size [`resample`] would make, refused beyond [`MAX_VOXELS`] before anything is allocated.
+pub fn checked_resampled_size(
+    geometry: &Geometry,
+    spacing_mm: [f64; 3],
+) -> Result<[usize; 3], ResampleError> {
+    if !spacing_mm.iter().all(|s| s.is_finite() && *s > 0.0) {
+        return Err(ResampleError::BadSpacing(spacing_mm));
+    }
+    let counts = axis_counts(geometry, spacing_mm);
+    let voxels: f64 = counts.iter().product();
+    if !voxels.is_finite() || voxels > MAX_VOXELS as f64 {
+        return Err(ResampleError::TooLarge {
+            from: geometry.size_label(),
+            spacing_mm,
+            voxels,
+        });
+    }
+    Ok(counts.map(|n| n as usize))
 }
 
 /// The grid [`resample`] makes: the same first voxel centre and axis directions, voxels of
@@ -43,14 +83,14 @@ pub fn resample_needed(geometry: &Geometry, spacing_mm: [f64; 3]) -> bool {
 }
 
 /// `volume` on a grid of `spacing_mm`, or `None` when it already has that spacing.
-pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
+pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Result<Option<Volume>, ResampleError> {
     let g = &volume.geometry;
+    let size = checked_resampled_size(g, spacing_mm)?;
     if !resample_needed(g, spacing_mm) {
-        return None;
+        return Ok(None);
     }
     // Old voxel coordinate of new voxel i along axis a: i * ratio[a].
     let ratio: [f64; 3] = std::array::from_fn(|a| spacing_mm[a] / g.spacing_mm[a]);
-    let size = resampled_size(g, spacing_mm);
     let source = volume.voxels.to_f32();
     let (sz, sy, sx) = source.dim();
     let mut out = Array3::<f32>::zeros((size[2], size[1], size[0]));
@@ -76,12 +116,14 @@ pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Option<Volume> {
                 }
             });
     }
-    Some(Volume {
+    Ok(Some(Volume {
         voxels: Voxels::F32(out),
         geometry: resampled_geometry(g, spacing_mm),
         info: volume.info.clone(),
         warnings: volume.warnings.clone(),
-    })
+        // The source's slice indices do not apply to the new grid; the warnings name them.
+        filled_slices: Vec::new(),
+    }))
 }
 
 /// Neighbouring indices and weight for coordinate `c` on an axis of `n` voxels.
@@ -104,14 +146,17 @@ mod tests {
             geometry: Geometry::axis_aligned([9, 4, 5], [0.5, 1.0, 2.0], [1.0, 2.0, 3.0]),
             info: SeriesInfo::default(),
             warnings: Vec::new(),
+            filled_slices: Vec::new(),
         };
-        let r = resample(&volume, [1.0, 1.0, 1.0]).unwrap(); // ok: test code
+        let r = resample(&volume, [1.0, 1.0, 1.0]).unwrap().unwrap(); // ok: test code
         assert_eq!(r.geometry.size, [5, 4, 9]);
         // New voxel (2, 0, 3) is old (4, 0, 1.5): 10 * 4 + 100 * 1.5.
         assert_eq!(r.voxels.hu_at([2, 0, 3]), Some(190.0));
         let world_new = r.geometry.world_from_voxel.apply([2.0, 0.0, 3.0]);
         let world_old = volume.geometry.world_from_voxel.apply([4.0, 0.0, 1.5]);
         assert_eq!(world_new, world_old);
-        assert!(resample(&volume, [0.5, 1.0, 2.0]).is_none());
+        assert!(resample(&volume, [0.5, 1.0, 2.0]).unwrap().is_none()); // ok: test code
+        let err = resample(&volume, [1e-9, 1.0, 1.0]).unwrap_err(); // ok: test code
+        assert!(err.to_string().contains("over the limit"), "{err}");
     }
 }

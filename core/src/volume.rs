@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::geometry::{Affine3, Vec3, dot, norm};
 
+/// The most voxels a volume (or one file, or a resampled grid) may have: 2^30, 2 GiB as `i16`,
+/// 4 GiB as `f32`. A whole-body CT at 0.5 mm is about a quarter of this; anything larger is a
+/// header error, and refusing it beats an allocation that aborts the process.
+pub const MAX_VOXELS: usize = 1 << 30;
+
 /// Voxel values, kept as `i16` HU when the stored values and the rescale allow it exactly.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Voxels {
@@ -141,6 +146,8 @@ pub struct Volume {
     pub info: SeriesInfo,
     /// Things a reader should know (uneven spacing, interpolated slices, tilt...).
     pub warnings: Vec<String>,
+    /// Slices no file provided, interpolated because gaps were allowed (empty otherwise).
+    pub filled_slices: Vec<crate::dicom::FilledSlice>,
 }
 
 #[cfg(test)]

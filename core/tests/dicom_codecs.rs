@@ -68,7 +68,7 @@ fn expected_volume() -> Vec<i16> {
 }
 
 fn loaded_values(dir: &std::path::Path) -> Vec<i16> {
-    let (volume, _) = dicom::open(dir, None).unwrap();
+    let (volume, _) = dicom::open(dir, None, Default::default()).unwrap();
     let Voxels::I16(a) = volume.voxels else {
         panic!("expected i16")
     };
@@ -280,7 +280,7 @@ fn enhanced_multi_frame_ct_uses_its_functional_groups() {
         .write_to_file(dir.path().join("enhanced.dcm"))
         .unwrap();
 
-    let (volume, report) = dicom::open(dir.path(), None).unwrap();
+    let (volume, report) = dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(report.series[0].frame_count(), 3);
     assert_eq!(volume.geometry.size, [16, 8, 3]);
     assert_eq!(volume.geometry.spacing_mm[..2], [0.6, 0.8]);

@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use tessera_core::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
-use tessera_core::dicom::{self, DicomError};
+use tessera_core::dicom::{self, DicomError, FilledSlice, LoadOptions};
 use tessera_core::volume::{SeriesInfo, Voxels};
 
+const ALLOW_GAPS: LoadOptions = LoadOptions { allow_gaps: true };
 const COLS: u16 = 12;
 const ROWS: u16 = 10;
 /// Geometry is stored as decimal strings of at most 16 characters: good to 1e-6 mm here.
@@ -103,7 +104,7 @@ fn regular_series_round_trips_in_position_order() {
         })
         .collect();
     write(dir.path(), &specs);
-    let (volume, report) = dicom::open(dir.path(), None).unwrap();
+    let (volume, report) = dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(report.series.len(), 1);
     assert!(report.skipped.is_empty());
     assert_eq!(volume.geometry.size, [12, 10, 5]);
@@ -128,7 +129,7 @@ fn regular_series_round_trips_in_position_order() {
 }
 
 #[test]
-fn missing_slice_is_interpolated_and_reported() {
+fn a_missing_slice_is_refused_unless_gaps_are_allowed_then_filled_and_listed() {
     let dir = tempfile::tempdir().unwrap();
     // Positions 0, 2, 4, 8, 10: the slice at 6 mm is missing.
     let specs: Vec<SliceSpec> = [0.0, 2.0, 4.0, 8.0, 10.0]
@@ -137,16 +138,76 @@ fn missing_slice_is_interpolated_and_reported() {
         .map(|(i, z)| slice(i, *z))
         .collect();
     write(dir.path(), &specs);
-    let (volume, _) = dicom::open(dir.path(), None).unwrap();
+    let err = dicom::open(dir.path(), None, LoadOptions::default()).unwrap_err();
+    assert!(matches!(err, DicomError::MissingSlices { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("about 1 slice(s) missing"), "{text}");
+    assert!(text.contains("--allow-gaps"), "{text}");
+
+    let (volume, _) = dicom::open(dir.path(), None, ALLOW_GAPS).unwrap();
     assert_eq!(volume.geometry.size[2], 6);
     let text = volume.warnings.join("\n");
     assert!(text.contains("uneven slice spacing"), "{text}");
     assert!(text.contains("1 interpolated"), "{text}");
     assert!(text.contains("about 1 missing slice"), "{text}");
+    assert!(
+        text.contains(
+            "slice 3 at (-10.00, -20.00, 6.00) mm is interpolated (no file at this position)"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        volume.filled_slices,
+        vec![FilledSlice {
+            index: 3,
+            position_lps_mm: [-10.0, -20.0, 6.0],
+            file: None,
+        }]
+    );
     let a = hu_i16(&volume);
     // Slice 3 (6 mm) is halfway between input slices 2 (4 mm) and 3 (8 mm): 250 + pixel - 1024.
     assert_eq!(a[[3, 1, 1]], 250 + 3 - 1024);
     assert_eq!(a[[4, 1, 1]], 300 + 3 - 1024);
+}
+
+#[test]
+fn an_unreadable_slice_in_mid_series_is_named_and_never_silently_filled() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs: Vec<SliceSpec> = (0..5)
+        .map(|i| SliceSpec {
+            // A slope of 0 makes every voxel the intercept: not a measurement.
+            slope: if i == 2 { 0.0 } else { 1.0 },
+            ..slice(i, 2.0 * i as f64)
+        })
+        .collect();
+    write(dir.path(), &specs);
+    let report = dicom::scan(dir.path()).unwrap();
+    assert_eq!(report.series.len(), 1);
+    assert_eq!(report.series[0].unreadable.len(), 1);
+    let err = dicom::load_series(&report.series[0], LoadOptions::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("s002.dcm: RescaleSlope 0 is not a finite, non-zero number"),
+        "{text}"
+    );
+
+    let volume = dicom::load_series(&report.series[0], ALLOW_GAPS).unwrap();
+    assert_eq!(volume.geometry.size[2], 5);
+    assert_eq!(volume.filled_slices.len(), 1);
+    let filled = &volume.filled_slices[0];
+    assert_eq!(filled.index, 2);
+    assert_eq!(
+        filled.file.as_deref(),
+        Some(dir.path().join("s002.dcm").as_path())
+    );
+    let text = volume.warnings.join("\n");
+    assert!(text.contains("in place of unreadable"), "{text}");
+    assert!(
+        text.contains(
+            "1 unreadable file(s) left out of the series, 0 of them at no known position"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -158,7 +219,7 @@ fn duplicate_positions_are_dropped_and_reported() {
         ..slice(9, 4.0)
     });
     write(dir.path(), &specs);
-    let (volume, _) = dicom::open(dir.path(), None).unwrap();
+    let (volume, _) = dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(volume.geometry.size[2], 4);
     assert!(
         volume
@@ -189,7 +250,7 @@ fn mixed_sizes_split_the_series() {
         let note = s.split_note.as_deref().unwrap_or_default();
         assert!(note.contains("split into 2 parts"), "{note}");
     }
-    let (volume, _) = dicom::open(dir.path(), None).unwrap();
+    let (volume, _) = dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(volume.geometry.size, [12, 10, 3]);
 }
 
@@ -238,7 +299,7 @@ fn truncated_pixel_data_fails_naming_the_file() {
     let bytes = std::fs::read(&victim).unwrap();
     std::fs::write(&victim, &bytes[..bytes.len() - 50]).unwrap();
     let report = dicom::scan(dir.path()).unwrap();
-    let err = dicom::load_series(&report.series[0]).unwrap_err();
+    let err = dicom::load_series(&report.series[0], Default::default()).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("s001.dcm"), "{text}");
 }
@@ -247,7 +308,7 @@ fn truncated_pixel_data_fails_naming_the_file() {
 fn single_slice_loads_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), &[slice(0, 5.0)]);
-    let (volume, _) = dicom::open(dir.path(), None).unwrap();
+    let (volume, _) = dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(volume.geometry.size, [12, 10, 1]);
     assert_eq!(volume.geometry.spacing_mm[2], 2.0);
     assert!(
@@ -272,7 +333,7 @@ fn unsupported_transfer_syntax_is_named() {
         .collect();
     write(dir.path(), &specs);
     let report = dicom::scan(dir.path()).unwrap();
-    let err = dicom::load_series(&report.series[0]).unwrap_err();
+    let err = dicom::load_series(&report.series[0], Default::default()).unwrap_err();
     assert!(
         matches!(err, DicomError::UnsupportedTransferSyntax { .. }),
         "{err:?}"
@@ -297,7 +358,7 @@ fn fractional_rescale_gives_f32_hu() {
         })
         .collect();
     write(dir.path(), &specs);
-    let (volume, _) = dicom::open(dir.path(), None).unwrap();
+    let (volume, _) = dicom::open(dir.path(), None, Default::default()).unwrap();
     let Voxels::F32(a) = &volume.voxels else {
         panic!("expected f32 voxels")
     };
@@ -315,7 +376,7 @@ fn gantry_tilt_is_kept_as_shear_and_reported() {
         })
         .collect();
     write(dir.path(), &specs);
-    let (volume, _) = dicom::open(dir.path(), None).unwrap();
+    let (volume, _) = dicom::open(dir.path(), None, Default::default()).unwrap();
     let text = volume.warnings.join("\n");
     assert!(text.contains("gantry tilt 14.04 deg"), "{text}");
     let g = &volume.geometry;
@@ -346,7 +407,7 @@ fn loading_never_modifies_the_input() {
         v
     };
     let before = snapshot(dir.path());
-    dicom::open(dir.path(), None).unwrap();
+    dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(snapshot(dir.path()), before);
 }
 
@@ -354,7 +415,7 @@ fn loading_never_modifies_the_input() {
 fn empty_folder_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("readme.txt"), "hello").unwrap();
-    let err = dicom::open(dir.path(), None).unwrap_err();
+    let err = dicom::open(dir.path(), None, Default::default()).unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with("no DICOM image series found in"), "{text}");
     assert!(text.contains("readme.txt: no DICM marker"), "{text}");

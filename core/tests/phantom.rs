@@ -65,7 +65,7 @@ fn loader_reads_back_the_written_geometry_and_voxels() {
     let made = phantom::generate(&spec).unwrap();
     let dir = tempfile::tempdir().unwrap();
     phantom::write_series(&made, dir.path()).unwrap();
-    let (volume, report) = dicom::open(dir.path(), None).unwrap();
+    let (volume, report) = dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(report.skipped.len(), 1, "only truth.json is skipped");
     assert_eq!(volume.geometry.size, made.volume.geometry.size);
     for axis in 0..3 {
@@ -169,7 +169,7 @@ fn full_size_phantom_round_trips_at_an_unusual_spacing() {
     let made = phantom::generate(&spec).unwrap();
     let dir = tempfile::tempdir().unwrap();
     phantom::write_series(&made, dir.path()).unwrap();
-    let (volume, _) = dicom::open(dir.path(), None).unwrap();
+    let (volume, _) = dicom::open(dir.path(), None, Default::default()).unwrap();
     assert_eq!(volume.geometry.size, [512, 512, 300]);
     assert!((volume.geometry.spacing_mm[2] - 0.9).abs() < 1e-6);
     assert!(volume.voxels == made.volume.voxels);

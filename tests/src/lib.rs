@@ -10,6 +10,9 @@
 
 use std::path::PathBuf;
 
+pub mod bad_input;
+pub mod fuzz;
+
 /// The shared data folder: `$TESSERA_DATA_DIR`, else `<workspace>/../shared/data`.
 pub fn shared_data_dir() -> PathBuf {
     match std::env::var_os("TESSERA_DATA_DIR").filter(|v| !v.is_empty()) {

@@ -12,7 +12,7 @@ const SAME_NODULE_MM: f64 = 5.0;
 
 fn load(case: &str) -> Option<(Volume, std::path::PathBuf)> {
     let dir = shared_data(case)?;
-    let (volume, _) = dicom::open(&dir, None).unwrap();
+    let (volume, _) = dicom::open(&dir, None, Default::default()).unwrap();
     Some((volume, lidc::find_xml(&dir).unwrap()))
 }
 

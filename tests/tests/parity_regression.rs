@@ -214,7 +214,7 @@ fn halo_runs_match_the_whole_volume_on_lidc() {
         let Some(dir) = shared_data(case) else {
             return;
         };
-        let (volume, _) = tessera_core::dicom::open(&dir, None).unwrap();
+        let (volume, _) = tessera_core::dicom::open(&dir, None, Default::default()).unwrap();
         // The seed's fix, full axial context tiled along z, with the shipped detector on its
         // 1.25 mm grid; and the test model on the native grid, full and narrower.
         let shipped = model(SHIPPED);

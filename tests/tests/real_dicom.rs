@@ -69,7 +69,7 @@ fn lidc_0001_loads_with_the_published_geometry() {
     let Some(dir) = shared_data("lidc/LIDC-IDRI-0001") else {
         return;
     };
-    let (volume, report) = dicom::open(&dir, None).unwrap();
+    let (volume, report) = dicom::open(&dir, None, Default::default()).unwrap();
     assert_eq!(report.series.len(), 1);
     // The reader-annotation XML is reported, not silently dropped.
     assert_eq!(report.skipped.len(), 1);
@@ -100,7 +100,7 @@ fn lidc_0003_loads() {
     let Some(dir) = shared_data("lidc/LIDC-IDRI-0003") else {
         return;
     };
-    let (volume, _) = dicom::open(&dir, None).unwrap();
+    let (volume, _) = dicom::open(&dir, None, Default::default()).unwrap();
     let [nx, ny, nz] = volume.geometry.size;
     assert_eq!((nx, ny), (512, 512));
     assert!(nz > 50, "{nz} slices");
@@ -112,8 +112,16 @@ fn ge_head_ct_reports_tilt_and_uneven_gaps() {
     let Some(dir) = shared_data("dcm_qa_ct/GE") else {
         return;
     };
-    let (volume, report) = dicom::open(&dir, None).unwrap();
+    // Uneven gaps: nothing is interpolated unless asked.
+    let err = dicom::open(&dir, None, Default::default()).unwrap_err();
+    assert!(
+        matches!(err, dicom::DicomError::MissingSlices { .. }),
+        "{err:?}"
+    );
+    let (volume, report) =
+        dicom::open(&dir, None, dicom::LoadOptions { allow_gaps: true }).unwrap();
     assert_eq!(report.series.len(), 1);
+    assert!(!volume.filled_slices.is_empty());
     // The files say GantryDetectorTilt +18.5; the geometry must agree.
     let tilt = open_file(dir.join("01.dcm"))
         .unwrap()
@@ -153,7 +161,7 @@ fn philips_folder_separates_scout_axial_and_secondary_captures() {
     // Every file is accounted for: in a series or skipped with a reason.
     let in_series: usize = report.series.iter().map(|s| s.files.len()).sum();
     assert_eq!(in_series + report.skipped.len(), report.files_seen);
-    let (volume, _) = dicom::open(&dir, None).unwrap();
+    let (volume, _) = dicom::open(&dir, None, Default::default()).unwrap();
     assert_eq!(volume.info.series_description, "STD BRAIN 5MM");
     assert_eq!(volume.geometry.size, [512, 512, 28]);
 }
@@ -164,7 +172,7 @@ fn every_shared_series_loads_or_fails_with_a_reason() {
     let report = dicom::scan(&dir).unwrap();
     assert!(report.series.len() >= 5);
     for series in &report.series {
-        match dicom::load_series(series) {
+        match dicom::load_series(series, Default::default()) {
             Ok(volume) => assert_eq!(volume.voxels.size(), volume.geometry.size),
             Err(e) => assert!(!e.to_string().is_empty()),
         }

@@ -85,7 +85,7 @@ fn load(path: &Path, repeat: usize) -> anyhow::Result<()> {
         let started = Instant::now();
         let report = dicom::scan(path).with_context(|| format!("scanning {}", path.display()))?;
         let series = dicom::largest_stack(&report).context("no image series")?;
-        let layout = dicom::layout(series)?;
+        let layout = dicom::layout(series, Default::default())?;
         let scanned_s = started.elapsed().as_secs_f64();
         let volume = dicom::decode(series, &layout)?;
         let total_s = started.elapsed().as_secs_f64();
@@ -171,7 +171,7 @@ fn detect_bench(
         None => super::phantom::demo_study_dir()?,
     };
     // The children decode the series; here the headers give the size.
-    let size = dicom::open_geometry(&study, None)?.size;
+    let size = dicom::open_geometry(&study, None, Default::default())?.size;
     // A patch at least as large as the volume: the whole-volume reference.
     let whole = size.map(|n| n.div_ceil(2) * 2);
     let mut runs: Vec<(String, [usize; 3])> = vec![("whole".into(), whole)];

@@ -1,7 +1,8 @@
 //! `tessera detect`: run the tiled detector on a series, with a progress bar per window.
 //!
-//! Exit codes: 0 done; 2 the plan was refused (nothing ran); 130 cancelled (Ctrl-C; nothing
-//! written); 1 any other error. Outputs are written atomically, only after a complete run.
+//! Exit codes: 0 done; 2 refused (the plan, or an output path that would touch the input;
+//! nothing ran); 130 cancelled (Ctrl-C; nothing written); 1 any other error. Outputs are
+//! written atomically and as a set, only after a complete run.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -20,8 +21,8 @@ use tessera_core::pipeline::{
 use tessera_core::plan::{BlendMode, TileSpec, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
 
-use super::flags;
 use super::phantom::parse_size;
+use super::{flags, outputs};
 
 #[derive(Debug, clap::Args)]
 pub struct DetectArgs {
@@ -31,6 +32,14 @@ pub struct DetectArgs {
     /// lists it; default: the largest stack).
     #[arg(long, value_name = "UID")]
     pub series: Option<String>,
+    /// Interpolate over missing or unreadable slices instead of refusing the series; every
+    /// filled slice is listed in the warnings and in det.json (`filled_slices`).
+    #[arg(long)]
+    pub allow_gaps: bool,
+    /// Write outputs even inside the input folder or over an existing DICOM file (never over
+    /// one of the input files).
+    #[arg(long)]
+    pub force: bool,
     /// Model folder (with model.json). Default: the shipped detector.
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
@@ -49,8 +58,8 @@ pub struct DetectArgs {
     /// cannot be used is an error, never a silent fall back to the CPU.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
     pub device: Device,
-    /// CPU threads for inference (default: all cores).
-    #[arg(long, value_name = "N")]
+    /// CPU threads for inference, 1 to 1024 (default: all cores).
+    #[arg(long, value_name = "N", value_parser = flags::threads)]
     pub threads: Option<usize>,
     /// Host memory strategy of ONNX Runtime on the CPU.
     #[arg(long, default_value = "none", value_parser = flags::allocator())]
@@ -71,7 +80,7 @@ pub struct DetectArgs {
     pub precision: Precision,
     /// Minimum score of a detection, 0 to 1 (default: the card's; its rescoring stage's when
     /// that runs).
-    #[arg(long, value_name = "SCORE")]
+    #[arg(long, value_name = "SCORE", value_parser = flags::score)]
     pub score_threshold: Option<f32>,
     /// Skip the card's rescoring stage: the detector's own scores, at its own threshold.
     #[arg(long)]
@@ -96,19 +105,29 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     };
     let model = Model::load(&model_dir)
         .with_context(|| format!("loading the model in {}", model_dir.display()))?;
-    let path = match &args.path {
-        Some(p) => p.clone(),
-        None => super::phantom::demo_study_dir().context("preparing the demo study")?,
-    };
-    let (volume, _) = tessera_core::dicom::open(&path, args.series.as_deref())
-        .with_context(|| format!("opening {}", path.display()))?;
-    for warning in &volume.warnings {
-        eprintln!("warning: {warning}");
-    }
     let memory_model = match &args.memory_model {
         Some(path) => Some(super::sweep::read_memory_model(path)?.model),
         None => None,
     };
+    let path = match &args.path {
+        Some(p) => p.clone(),
+        None => super::phantom::demo_study_dir().context("preparing the demo study")?,
+    };
+    let options = tessera_core::dicom::LoadOptions {
+        allow_gaps: args.allow_gaps,
+    };
+    let (volume, scan) = tessera_core::dicom::open(&path, args.series.as_deref(), options)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let outputs: Vec<&std::path::Path> = std::iter::once(args.out.as_path())
+        .chain(args.csv.as_deref())
+        .collect();
+    if let Err(refused) = outputs::check(&outputs, &outputs::inputs_of(&path, &scan), args.force) {
+        eprintln!("error: {refused}");
+        return Ok(ExitCode::from(EXIT_REFUSED));
+    }
+    for warning in &volume.warnings {
+        eprintln!("warning: {warning}");
+    }
     let mut config = DetectConfig {
         tile: TileSpec {
             patch: args.patch.unwrap_or(model.card.recommended_patch),
@@ -186,10 +205,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         );
     }
     let report = DetectionReport::from_result(&result);
-    report.write_json(&args.out)?;
-    if let Some(csv) = &args.csv {
-        report.write_luna16_csv(csv)?;
-    }
+    report.write_files(&args.out, args.csv.as_deref())?;
     let rescored = match result.rescore_sha256 {
         Some(_) => format!(
             ", {} candidates rescored in {:.2} s",

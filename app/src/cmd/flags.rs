@@ -53,3 +53,73 @@ pub fn overlap(text: &str) -> Result<f64, String> {
         Err(format!("overlap {text} must be at least 0 and below 1"))
     }
 }
+
+/// `--score-threshold`: a probability, finite, from 0 to 1.
+pub fn score(text: &str) -> Result<f32, String> {
+    let value: f32 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("score {text} must be a number from 0 to 1"))
+    }
+}
+
+/// `--threads`: 1 to 1024.
+pub fn threads(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("'{text}' is not a thread count from 1 to 1024")),
+    }
+}
+
+/// A spacing in mm for resampling: one value (isotropic) or `x,y,z`, each within the range a
+/// CT voxel can have.
+pub fn spacing_mm(text: &str) -> Result<[f64; 3], String> {
+    use tessera_core::dicom::{MAX_SPACING_MM, MIN_SPACING_MM};
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|p| p.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("'{text}' is not a spacing like 1.25 or 0.7,0.7,1.25 (mm)"))?;
+    let spacing = match values.as_slice() {
+        [s] => [*s; 3],
+        [x, y, z] => [*x, *y, *z],
+        _ => return Err(format!("'{text}' needs one value or three (x,y,z)")),
+    };
+    if spacing
+        .iter()
+        .all(|s| (MIN_SPACING_MM..=MAX_SPACING_MM).contains(s))
+    {
+        Ok(spacing)
+    } else {
+        Err(format!(
+            "spacing {text} mm must be from {MIN_SPACING_MM} to {MAX_SPACING_MM} mm on each axis"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_outside_their_range_are_refused_at_parse_time() {
+        for bad in ["NaN", "inf", "-0.1", "1.5", "x"] {
+            assert!(score(bad).is_err(), "{bad}");
+        }
+        assert_eq!(score("0.5"), Ok(0.5));
+        for bad in ["NaN", "-inf", "1", "-0.2"] {
+            assert!(overlap(bad).is_err(), "{bad}");
+        }
+        for bad in ["1e-9", "NaN", "inf", "0", "-1", "1,1", "200"] {
+            assert!(spacing_mm(bad).is_err(), "{bad}");
+        }
+        assert_eq!(spacing_mm("1.25"), Ok([1.25; 3]));
+        assert_eq!(spacing_mm("0.7,0.7,2"), Ok([0.7, 0.7, 2.0]));
+        assert!(threads("0").is_err());
+        assert_eq!(threads("2"), Ok(2));
+    }
+}

@@ -11,9 +11,24 @@ use tessera_core::volume::format_size;
 pub struct InfoArgs {
     /// A DICOM file or folder (searched recursively). Without it: the built-in demo study.
     pub path: Option<PathBuf>,
-    /// Print a JSON array instead of text.
+    /// Print JSON (an object: the series, and the files skipped with their reasons) instead of
+    /// text.
     #[arg(long)]
     pub json: bool,
+    /// Lay out series with gaps or unreadable files by interpolating over them (listing every
+    /// filled slice) instead of reporting them as errors.
+    #[arg(long)]
+    pub allow_gaps: bool,
+}
+
+/// What `info --json` prints (a documented, stable schema).
+#[derive(Debug, Serialize)]
+pub struct InfoReport<'a> {
+    pub root: &'a std::path::Path,
+    pub files_seen: usize,
+    pub series: Vec<SeriesRow>,
+    /// Every file that is in no series, with the reason.
+    pub skipped: &'a [dicom::Skipped],
 }
 
 /// One series as `info --json` prints it (a documented, stable schema).
@@ -32,6 +47,10 @@ pub struct SeriesRow {
     pub localizer: bool,
     pub transfer_syntaxes: Vec<String>,
     pub warnings: Vec<String>,
+    /// Slices no file provides, interpolated (only with `--allow-gaps`).
+    pub filled_slices: Vec<dicom::FilledSlice>,
+    /// Image files that could not be read and may be slices of this series.
+    pub unreadable_files: Vec<PathBuf>,
     /// Set when the series cannot be a volume; then size and spacing are zero.
     pub error: Option<String>,
 }
@@ -42,13 +61,23 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         None => crate::cmd::phantom::demo_study_dir().context("preparing the demo study")?,
     };
     let report = dicom::scan(&path).with_context(|| format!("scanning {}", path.display()))?;
-    let rows: Vec<SeriesRow> = report.series.iter().map(row).collect();
+    let options = dicom::LoadOptions {
+        allow_gaps: args.allow_gaps,
+    };
+    let rows: Vec<SeriesRow> = report.series.iter().map(|s| row(s, options)).collect();
+    let empty = rows.is_empty();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        let json = InfoReport {
+            root: &report.root,
+            files_seen: report.files_seen,
+            series: rows,
+            skipped: &report.skipped,
+        };
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_text(&report, &rows);
     }
-    if rows.is_empty() {
+    if empty {
         anyhow::bail!(
             "no DICOM image series in {} ({} file(s) looked at, {} skipped)",
             path.display(),
@@ -59,7 +88,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn row(series: &SeriesFiles) -> SeriesRow {
+pub fn row(series: &SeriesFiles, options: dicom::LoadOptions) -> SeriesRow {
     let first = series.first();
     let mut transfer_syntaxes: Vec<String> = series
         .files
@@ -72,9 +101,11 @@ pub fn row(series: &SeriesFiles) -> SeriesRow {
     if let Err(e) = dicom::check_transfer_syntaxes(series) {
         warnings.push(format!("cannot decode: {e}"));
     }
-    let (size, spacing_mm, origin_lps_mm, error) = match dicom::layout(series) {
+    let mut filled_slices = Vec::new();
+    let (size, spacing_mm, origin_lps_mm, error) = match dicom::layout(series, options) {
         Ok(layout) => {
             warnings.extend(layout.warnings);
+            filled_slices = layout.filled;
             (
                 layout.geometry.size,
                 layout.geometry.spacing_mm,
@@ -98,6 +129,8 @@ pub fn row(series: &SeriesFiles) -> SeriesRow {
         localizer: first.is_localizer(),
         transfer_syntaxes,
         warnings,
+        filled_slices,
+        unreadable_files: series.unreadable.iter().map(|u| u.path.clone()).collect(),
         error,
     }
 }

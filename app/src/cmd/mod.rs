@@ -7,6 +7,7 @@ pub mod evaluate;
 pub mod flags;
 pub mod info;
 pub mod lidc;
+pub mod outputs;
 pub mod parity;
 pub mod phantom;
 pub mod resample;

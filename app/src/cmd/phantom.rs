@@ -8,8 +8,8 @@ use tessera_core::phantom::{self, PhantomSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct PhantomArgs {
-    /// Folder to write the series and truth.json into (created; existing files are not touched
-    /// unless they have the same names).
+    /// Folder to write the series and truth.json into: a new or empty folder, or a previous
+    /// phantom's (which is replaced as a whole). Anything else is refused.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Random seed: the same seed (and size, spacing, nodules, noise) gives the same bytes.
@@ -21,12 +21,20 @@ pub struct PhantomArgs {
     /// Voxel spacing in millimetres, `x,y,z` (z is slice spacing and thickness).
     #[arg(long, default_value = "0.7,0.7,1.25", value_parser = parse_spacing, value_name = "X,Y,Z")]
     pub spacing: [f64; 3],
-    /// Nodules to place (solid, part-solid and ground-glass, 3-30 mm), listed in truth.json.
-    #[arg(long, default_value_t = 6, value_name = "N")]
-    pub nodules: usize,
-    /// Noise standard deviation, HU (0: none).
-    #[arg(long, default_value_t = 18.0, value_name = "HU")]
+    /// Nodules to place (solid, part-solid and ground-glass, 3-30 mm), 0 to 100, listed in
+    /// truth.json.
+    #[arg(long, default_value_t = 6, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=100))]
+    pub nodules: u16,
+    /// Noise standard deviation, HU (0: none; at most 1000).
+    #[arg(long, default_value_t = 18.0, value_name = "HU", value_parser = parse_noise)]
     pub noise: f32,
+}
+
+fn parse_noise(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{text}' is not a noise level from 0 to 1000 HU")),
+    }
 }
 
 pub fn run(args: &PhantomArgs) -> anyhow::Result<()> {
@@ -34,13 +42,14 @@ pub fn run(args: &PhantomArgs) -> anyhow::Result<()> {
         seed: args.seed,
         size: args.size,
         spacing_mm: args.spacing,
-        nodules: args.nodules,
+        nodules: usize::from(args.nodules),
         noise_hu: args.noise,
     };
+    check_phantom_folder(&args.out).map_err(super::outputs::Refused)?;
     let started = Instant::now();
     let phantom = phantom::generate(&spec).context("generating the phantom")?;
     let generated_s = started.elapsed().as_secs_f64();
-    phantom::write_series(&phantom, &args.out)
+    write_folder(&phantom, &args.out)
         .with_context(|| format!("writing the phantom to {}", args.out.display()))?;
     println!(
         "phantom seed {} {} at {:?} mm: {} nodule(s) -> {} (generated in {generated_s:.2} s, written in {:.2} s)",
@@ -86,18 +95,73 @@ pub fn demo_study_dir() -> anyhow::Result<PathBuf> {
     }
     eprintln!("writing the demo study to {} (once)...", dir.display());
     let phantom = phantom::generate(&demo_spec()).context("generating the demo study")?;
-    // Write beside the final folder, then rename: a half-written demo is never picked up.
-    let staging = dir.with_extension(format!("tmp-{}", std::process::id()));
-    phantom::write_series(&phantom, &staging)?;
-    match std::fs::rename(&staging, &dir) {
+    match write_folder(&phantom, &dir) {
         Ok(()) => Ok(dir),
         // Another process finished first: theirs is identical (same seed), use it.
-        Err(_) if dir.join(phantom::TRUTH_FILE).is_file() => {
-            let _ = std::fs::remove_dir_all(&staging);
-            Ok(dir)
-        }
-        Err(e) => Err(e).with_context(|| format!("moving the demo study into {}", dir.display())),
+        Err(_) if dir.join(phantom::TRUTH_FILE).is_file() => Ok(dir),
+        Err(e) => Err(e).with_context(|| format!("writing the demo study into {}", dir.display())),
     }
+}
+
+/// Refuses a folder that holds anything but a previous phantom (or nothing).
+fn check_phantom_folder(dir: &Path) -> Result<(), tessera_core::io::OutputError> {
+    let refuse = |reason: String| tessera_core::io::OutputError::NotOurFolder {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return Ok(()); // does not exist yet
+    };
+    if !meta.is_dir() {
+        return Err(tessera_core::io::OutputError::NotAFile {
+            path: dir.to_path_buf(),
+            kind: "not a folder",
+        });
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| refuse(e.to_string()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        names.push(entry.map_err(|e| refuse(e.to_string()))?.file_name());
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    let ours = |name: &std::ffi::OsStr| {
+        let name = name.to_string_lossy();
+        name == phantom::TRUTH_FILE || (name.starts_with("IMG") && name.ends_with(".dcm"))
+    };
+    if !names.iter().any(|n| n == phantom::TRUTH_FILE) {
+        return Err(refuse(format!(
+            "{} entries and no {}",
+            names.len(),
+            phantom::TRUTH_FILE
+        )));
+    }
+    match names.iter().find(|n| !ours(n)) {
+        Some(other) => Err(refuse(format!(
+            "{} is not a phantom's file",
+            other.to_string_lossy()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Writes the phantom into a staging folder beside `dir`, then swaps it in: a half-written
+/// phantom is never seen, and a previous one is replaced as a whole.
+fn write_folder(phantom: &phantom::Phantom, dir: &Path) -> anyhow::Result<()> {
+    let staging = dir.with_extension(format!("tmp-{}", std::process::id()));
+    let result = (|| -> anyhow::Result<()> {
+        phantom::write_series(phantom, &staging)?;
+        if dir.exists() {
+            // Checked by `check_phantom_folder`: empty or a previous phantom.
+            std::fs::remove_dir_all(dir).with_context(|| format!("replacing {}", dir.display()))?;
+        }
+        std::fs::rename(&staging, dir).with_context(|| format!("moving into {}", dir.display()))
+    })();
+    if result.is_err() && staging.exists() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result
 }
 
 /// `$TESSERA_CACHE_DIR`, else `$XDG_CACHE_HOME/tessera`, else `~/.cache/tessera`.

@@ -8,24 +8,48 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use serde_json::json;
-use tessera_core::{io::write_atomic, lidc, npy, resample::resample};
+use tessera_core::{lidc, npy, resample::resample};
+
+use super::{flags, outputs};
 
 #[derive(Debug, clap::Args)]
 pub struct ResampleArgs {
     /// A DICOM file or folder.
     pub path: PathBuf,
     /// Target spacing, mm: one value (isotropic) or `x,y,z`.
-    #[arg(long, value_parser = parse_spacing_mm, value_name = "MM|X,Y,Z")]
+    #[arg(long, value_parser = flags::spacing_mm, value_name = "MM|X,Y,Z")]
     pub spacing_mm: [f64; 3],
-    /// The `.npy` file to write (its `.json` sidecar goes beside it).
+    /// The `.npy` file to write (its `.json` sidecar goes beside it; both or neither).
     #[arg(long, value_name = "FILE.npy")]
     pub out: PathBuf,
+    /// Interpolate over missing or unreadable slices instead of refusing the series (the
+    /// sidecar lists the filled slices).
+    #[arg(long)]
+    pub allow_gaps: bool,
+    /// Write inside the input folder or over an existing DICOM file (never over an input file).
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
-    let (volume, _) = tessera_core::dicom::open(&args.path, None)
+    let sidecar_path = args.out.with_extension("json");
+    if sidecar_path == args.out {
+        anyhow::bail!(
+            "--out {} would be overwritten by its own .json sidecar: give the volume a .npy name",
+            args.out.display()
+        );
+    }
+    let options = tessera_core::dicom::LoadOptions {
+        allow_gaps: args.allow_gaps,
+    };
+    let (volume, scan) = tessera_core::dicom::open(&args.path, None, options)
         .with_context(|| format!("opening {}", args.path.display()))?;
-    let resampled = resample(&volume, args.spacing_mm);
+    outputs::check(
+        &[&args.out, &sidecar_path],
+        &outputs::inputs_of(&args.path, &scan),
+        args.force,
+    )?;
+    let resampled = resample(&volume, args.spacing_mm)?;
     let grid = resampled.as_ref().unwrap_or(&volume);
     let hu = grid
         .voxels
@@ -55,15 +79,14 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
         "spacing_mm": grid.geometry.spacing_mm,
         "world_from_voxel": grid.geometry.world_from_voxel,
         "lidc_nodules": lidc_nodules,
+        "warnings": volume.warnings,
+        "filled_slices": volume.filled_slices,
     });
-    write_atomic(&args.out, &npy::encode_i16(&hu))
-        .with_context(|| format!("writing {}", args.out.display()))?;
-    let sidecar_path = args.out.with_extension("json");
-    write_atomic(
-        &sidecar_path,
-        serde_json::to_string_pretty(&sidecar)?.as_bytes(),
-    )
-    .with_context(|| format!("writing {}", sidecar_path.display()))?;
+    let sidecar_text = serde_json::to_string_pretty(&sidecar)?;
+    tessera_core::io::write_set(&[
+        (&args.out, &npy::encode_i16(&hu)),
+        (&sidecar_path, sidecar_text.as_bytes()),
+    ])?;
     println!(
         "{} -> {} ({}, {:?} mm)",
         args.path.display(),
@@ -72,12 +95,4 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
         grid.geometry.spacing_mm
     );
     Ok(())
-}
-
-fn parse_spacing_mm(text: &str) -> Result<[f64; 3], String> {
-    match text.parse::<f64>() {
-        Ok(s) if s > 0.0 => Ok([s; 3]),
-        Ok(_) => Err("spacing must be positive".into()),
-        Err(_) => super::phantom::parse_spacing(text),
-    }
 }

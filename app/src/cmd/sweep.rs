@@ -50,18 +50,24 @@ pub struct SweepArgs {
     /// Host memory strategy of ONNX Runtime on the CPU.
     #[arg(long, default_value = "none", value_parser = super::flags::allocator())]
     pub allocator: CpuAllocator,
-    /// CPU threads for inference in each run (default: all cores).
-    #[arg(long, value_name = "N")]
+    /// CPU threads for inference in each run, 1 to 1024 (default: all cores).
+    #[arg(long, value_name = "N", value_parser = super::flags::threads)]
     pub threads: Option<usize>,
+    /// Interpolate over missing or unreadable slices instead of refusing the series.
+    #[arg(long)]
+    pub allow_gaps: bool,
+    /// Write into a folder inside the input study (never over an input file).
+    #[arg(long)]
+    pub force: bool,
     /// A memory budget (bytes: 16GiB, 512MiB): drawn on the chart, used for the "fits"
     /// column, and its chosen patch is swept too.
     #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
     pub memory_budget: Option<u64>,
-    /// Largest score difference of a matched detection for "match".
-    #[arg(long, default_value_t = 1e-4, value_name = "SCORE")]
+    /// Largest score difference of a matched detection for "match", 0 to 1.
+    #[arg(long, default_value_t = 1e-4, value_name = "SCORE", value_parser = super::flags::score)]
     pub score_tol: f32,
-    /// Largest difference of any box face for "match", in voxels of the model grid.
-    #[arg(long, default_value_t = 0.5, value_name = "VOXELS")]
+    /// Largest difference of any box face for "match", in voxels of the model grid (0 or more).
+    #[arg(long, default_value_t = 0.5, value_name = "VOXELS", value_parser = non_negative)]
     pub box_tol_voxels: f64,
     /// Folder for report.md, sweep.csv, memory.svg/.png, memory_model.json and runs/.
     #[arg(long, value_name = "DIR")]
@@ -81,7 +87,8 @@ pub struct MemoryModelFile {
 }
 
 pub fn read_memory_model(path: &Path) -> anyhow::Result<MemoryModelFile> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = tessera_core::io::read_regular_file(path)
+        .with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not a memory_model.json", path.display()))
 }
@@ -142,7 +149,57 @@ fn config(args: &SweepArgs, patch: [usize; 3]) -> DetectConfig {
     }
 }
 
-pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
+/// A finite number, 0 or more.
+fn non_negative(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{text}' is not a finite number of 0 or more")),
+    }
+}
+
+/// The files a sweep leaves in its output folder, all written together at the end.
+const OUTPUT_FILES: [&str; 5] = [
+    "memory_model.json",
+    "sweep.csv",
+    "report.md",
+    "memory.svg",
+    "memory.png",
+];
+
+/// Exit code after Ctrl-C or SIGTERM, as shells report SIGINT.
+const EXIT_CANCELLED: u8 = 130;
+
+/// Runs the sweep. Its runs and charts go to a staging folder inside `--out` first; the report
+/// files and `runs/` appear only when every run succeeded. Ctrl-C or SIGTERM stops the run in
+/// flight (its process is killed, not left behind) and removes the staging folder.
+pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<std::process::ExitCode> {
+    let cancel = tessera_core::infer::CancelToken::new();
+    let on_signal = cancel.clone();
+    // Only one handler per process; a second install (tests calling run twice) keeps the first.
+    let _ = ctrlc::set_handler(move || on_signal.cancel());
+    let staging = args.out.join(format!(".sweep-{}", std::process::id()));
+    let result = sweep(args, ort_lib, &staging, &cancel);
+    if staging.exists() {
+        // Ours: runs and charts of an unfinished sweep, or the staging left after moving.
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    match result {
+        Ok(true) => Ok(std::process::ExitCode::SUCCESS),
+        Ok(false) => {
+            eprintln!("cancelled: the run in flight was stopped, nothing written");
+            Ok(std::process::ExitCode::from(EXIT_CANCELLED))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The sweep proper; `Ok(false)` when cancelled.
+fn sweep(
+    args: &SweepArgs,
+    ort_lib: Option<&Path>,
+    staging: &Path,
+    cancel: &tessera_core::infer::CancelToken,
+) -> anyhow::Result<bool> {
     let model_dir = match &args.model {
         Some(dir) => dir.clone(),
         None => super::detect::default_model_dir()?,
@@ -153,8 +210,22 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
         Some(p) => p.clone(),
         None => super::phantom::demo_study_dir()?,
     };
-    let geometry = tessera_core::dicom::open_geometry(&study, None)
-        .with_context(|| format!("opening {}", study.display()))?;
+    let options = tessera_core::dicom::LoadOptions {
+        allow_gaps: args.allow_gaps,
+    };
+    let scan = tessera_core::dicom::scan(&study)
+        .with_context(|| format!("scanning {}", study.display()))?;
+    let outputs: Vec<PathBuf> = OUTPUT_FILES.iter().map(|f| args.out.join(f)).collect();
+    let output_refs: Vec<&Path> = outputs.iter().map(PathBuf::as_path).collect();
+    super::outputs::check(
+        &output_refs,
+        &super::outputs::inputs_of(&study, &scan),
+        args.force,
+    )?;
+    let series = tessera_core::dicom::choose(&scan, &study, None)?;
+    let geometry = tessera_core::dicom::layout(series, options)
+        .with_context(|| format!("opening {}", study.display()))?
+        .geometry;
     let size = pipeline::model_geometry(&geometry, &model).size;
     let stride = model.card.stride;
     let whole = size.map(|n| n.div_ceil(stride) * stride);
@@ -182,7 +253,9 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
     } else {
         parse_size(&args.reference).map_err(anyhow::Error::msg)?
     };
-    let runs_dir = args.out.join("runs");
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let runs_dir = staging.join("runs");
     std::fs::create_dir_all(&runs_dir)
         .with_context(|| format!("creating {}", runs_dir.display()))?;
     let exe = std::env::current_exe().context("finding the tessera executable")?;
@@ -201,6 +274,12 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
         if let Some(lib) = ort_lib {
             command.arg("--ort-lib").arg(lib);
         }
+        if args.allow_gaps {
+            command.arg("--allow-gaps");
+        }
+        if args.force {
+            command.arg("--force");
+        }
         command
             .args([
                 "--blend",
@@ -216,7 +295,19 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
-        let status = command.status().context("running tessera detect")?;
+        let mut child = command.spawn().context("running tessera detect")?;
+        let status = loop {
+            if cancel.is_cancelled() {
+                // Best effort: it may have just ended by itself.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(false);
+            }
+            match child.try_wait().context("waiting for tessera detect")? {
+                Some(status) => break status,
+                None => std::thread::sleep(std::time::Duration::from_millis(50)),
+            }
+        };
         if !status.success() {
             anyhow::bail!(
                 "the run with patch {} failed ({status})",
@@ -246,31 +337,55 @@ pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<()> {
     }
     let points: Vec<(usize, u64)> = rows.iter().map(Row::calibration_point).collect();
     let memory = MemoryModel::fit(&points);
-    if let Some(m) = memory {
-        let file = MemoryModelFile {
+    let memory_json = match memory {
+        Some(m) => Some(serde_json::to_vec_pretty(&MemoryModelFile {
             model_name: model.card.name.clone(),
             model_sha256: model.sha256.clone(),
             device: args.device.to_string(),
             allocator: args.allocator.to_string(),
             model: m,
             points: points.clone(),
-        };
-        tessera_core::io::write_atomic(
-            &args.out.join("memory_model.json"),
-            &serde_json::to_vec_pretty(&file)?,
-        )?;
-    }
+        })?),
+        None => None,
+    };
     let csv = csv(&rows, memory.as_ref());
-    tessera_core::io::write_atomic(&args.out.join("sweep.csv"), csv.as_bytes())?;
     let report = markdown(&rows, memory.as_ref(), args, &study, size);
-    tessera_core::io::write_atomic(&args.out.join("report.md"), report.as_bytes())?;
-    super::chart::memory_chart(&rows, memory.as_ref(), args.memory_budget, &args.out)?;
+    super::chart::memory_chart(&rows, memory.as_ref(), args.memory_budget, staging)?;
+    let read = |name: &str| {
+        let path = staging.join(name);
+        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let (svg, png) = (read("memory.svg")?, read("memory.png")?);
+    let mut files: Vec<(&Path, &[u8])> = vec![
+        (&outputs[1], csv.as_bytes()),
+        (&outputs[2], report.as_bytes()),
+        (&outputs[3], &svg),
+        (&outputs[4], &png),
+    ];
+    if let Some(json) = &memory_json {
+        files.push((&outputs[0], json));
+    }
+    if cancel.is_cancelled() {
+        return Ok(false);
+    }
+    tessera_core::io::write_set(&files)?;
+    // runs/ replaces the previous sweep's (ours, written the same way).
+    let runs = args.out.join("runs");
+    if runs.is_dir() {
+        std::fs::remove_dir_all(&runs).with_context(|| format!("replacing {}", runs.display()))?;
+    }
+    std::fs::rename(&runs_dir, &runs).with_context(|| format!("moving {}", runs.display()))?;
     println!("{report}");
     eprintln!(
-        "wrote {}/report.md, sweep.csv, memory.svg, memory.png, memory_model.json",
-        args.out.display()
+        "wrote {}/report.md, sweep.csv, memory.svg, memory.png{}, runs/",
+        args.out.display(),
+        if memory_json.is_some() {
+            ", memory_model.json"
+        } else {
+            ""
+        }
     );
-    Ok(())
+    Ok(true)
 }
 
 /// Full axial context at decreasing depths, then narrower x/y at a middle depth.

@@ -14,3 +14,6 @@ pub const SEAM: Color32 = Color32::from_rgba_premultiplied(120, 160, 255, 200);
 pub const ONLY_IN_PREVIOUS: Color32 = Color32::from_rgb(255, 0, 255);
 pub const CURRENT_WINDOW: Color32 = Color32::from_rgb(80, 255, 120);
 pub const FINISHED_WINDOW: Color32 = Color32::from_rgba_premultiplied(20, 60, 20, 60);
+/// Slices interpolated over a gap: a colour no other overlay uses.
+pub const FILLED_SLICE: Color32 = Color32::from_rgb(255, 120, 200);
+pub const FILLED_SLICE_BAND: Color32 = Color32::from_rgba_premultiplied(90, 40, 70, 90);

@@ -28,6 +28,8 @@ pub struct Startup {
     pub screenshot: Option<PathBuf>,
     /// Draw window seams.
     pub seams: bool,
+    /// Interpolate over missing or unreadable slices instead of refusing a series.
+    pub allow_gaps: bool,
 }
 
 /// Opens the viewer window and blocks until it is closed.
@@ -50,7 +52,7 @@ pub fn run(
         "Tessera",
         options,
         Box::new(move |cc| {
-            let mut app = TesseraApp::new(&cc.egui_ctx, source, ort_lib);
+            let mut app = TesseraApp::new(&cc.egui_ctx, source, ort_lib, startup.allow_gaps);
             app.review.show_seams = startup.seams;
             app.startup = startup;
             Ok(Box::new(app))
@@ -101,6 +103,8 @@ pub struct TesseraApp {
     pub messages: Vec<Message>,
     screenshot: Option<review::ScreenshotJob>,
     pub startup: Startup,
+    /// Open series with gaps by interpolating them (File menu; `--allow-gaps`).
+    pub allow_gaps: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +114,12 @@ pub struct Message {
 }
 
 impl TesseraApp {
-    pub fn new(ctx: &egui::Context, source: Source, ort_lib: Option<PathBuf>) -> Self {
+    pub fn new(
+        ctx: &egui::Context,
+        source: Source,
+        ort_lib: Option<PathBuf>,
+        allow_gaps: bool,
+    ) -> Self {
         let mut app = Self {
             ctx: ctx.clone(),
             load: None,
@@ -121,6 +130,7 @@ impl TesseraApp {
             messages: Vec::new(),
             screenshot: None,
             startup: Startup::default(),
+            allow_gaps,
         };
         app.open(source, None);
         app
@@ -129,7 +139,15 @@ impl TesseraApp {
     /// Starts loading `source` in the background (`series_uid` picks one of several series).
     pub fn open(&mut self, source: Source, series_uid: Option<String>) {
         self.picker = None;
-        self.load = Some(LoadJob::start(source, series_uid, self.ctx.clone()));
+        let options = tessera_core::dicom::LoadOptions {
+            allow_gaps: self.allow_gaps,
+        };
+        self.load = Some(LoadJob::start(
+            source,
+            series_uid,
+            options,
+            self.ctx.clone(),
+        ));
     }
 
     pub fn error(&mut self, text: impl Into<String>) {
@@ -157,6 +175,15 @@ impl TesseraApp {
                 }
                 study::LoadPoll::Loaded(study) => {
                     self.load = None;
+                    let filled = &study.volume.filled_slices;
+                    if !filled.is_empty() {
+                        let listed: Vec<String> = filled.iter().map(|f| f.describe()).collect();
+                        self.error(format!(
+                            "{} slice(s) of this series are interpolated, not read from a file (marked in the views): {}",
+                            filled.len(),
+                            listed.join("; ")
+                        ));
+                    }
                     self.run_panel.study_changed(&study);
                     self.review.study_changed();
                     self.study = Some(*study);
@@ -247,6 +274,10 @@ impl TesseraApp {
     fn menu_ui(&mut self, ui: &mut Ui) {
         egui::MenuBar::new().ui(ui, |ui| {
             ui.menu_button("File", |ui| {
+                ui.checkbox(&mut self.allow_gaps, "Allow gaps")
+                    .on_hover_text(
+                        "Open series with missing or unreadable slices by interpolating them (each filled slice is listed and marked). Off: such a series is refused.",
+                    );
                 if ui.button("Open folder…").clicked() {
                     if let Some(path) = rfd::FileDialog::new().pick_folder() {
                         self.open(Source::Path(path), None);

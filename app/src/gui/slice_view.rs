@@ -109,6 +109,7 @@ fn view_ui(ui: &mut Ui, study: &mut Study, plane: Plane, rect: Rect, overlay: &O
     let map = Mapping { plane, image, size };
 
     interact(ui, study, plane, &response, &map);
+    draw_filled_slices(&painter, study, &map, index);
     draw_overlay(&painter, study, &map, overlay, index);
     draw_crosshair(&painter, study, &map);
     draw_text(&painter, study, plane, rect, &map, &response, scale);
@@ -215,6 +216,38 @@ fn interact(ui: &Ui, study: &mut Study, plane: Plane, response: &egui::Response,
         if step != 0 {
             study.scroll(plane, step);
         }
+    }
+}
+
+/// Slices no file provided (interpolated because gaps were allowed): a hatched band across
+/// the coronal and sagittal views at each one, and a frame with a label on the axial view
+/// when it shows one. A reader must never take them for measured data.
+fn draw_filled_slices(painter: &egui::Painter, study: &Study, map: &Mapping, index: usize) {
+    let filled = &study.volume.filled_slices;
+    if filled.is_empty() {
+        return;
+    }
+    let stroke = Stroke::new(2.0, colors::FILLED_SLICE);
+    if map.plane == Plane::Axial {
+        if filled.iter().any(|f| f.index == index) {
+            painter.rect_stroke(map.image, 0.0, stroke, StrokeKind::Inside);
+            painter.text(
+                map.image.center_top() + vec2(0.0, 6.0),
+                Align2::CENTER_TOP,
+                "INTERPOLATED SLICE: no file provides it",
+                FontId::proportional(14.0),
+                colors::FILLED_SLICE,
+            );
+        }
+        return;
+    }
+    let (c, _) = map.axes();
+    let width = map.size[c] as f64;
+    for f in filled {
+        let z = f.index as f64;
+        let band = Rect::from_two_pos(map.screen(0.0, z), map.screen(width, z + 1.0));
+        painter.rect_filled(band, 0.0, colors::FILLED_SLICE_BAND);
+        painter.line_segment([band.left_center(), band.right_center()], stroke);
     }
 }
 

@@ -50,7 +50,12 @@ pub enum LoadPoll {
 }
 
 impl LoadJob {
-    pub fn start(source: Source, series_uid: Option<String>, ctx: egui::Context) -> Self {
+    pub fn start(
+        source: Source,
+        series_uid: Option<String>,
+        options: dicom::LoadOptions,
+        ctx: egui::Context,
+    ) -> Self {
         let (tx, rx) = channel();
         let spawned = std::thread::Builder::new()
             .name("tessera-load".into())
@@ -59,7 +64,7 @@ impl LoadJob {
                     let _ = tx.send(m); // the window may have closed
                     ctx.request_repaint();
                 };
-                send(match load(source, series_uid.as_deref(), &send) {
+                send(match load(source, series_uid.as_deref(), options, &send) {
                     Ok(m) => m,
                     Err(e) => LoadMessage::Failed(format!("{e:#}")),
                 });
@@ -112,6 +117,7 @@ impl LoadJob {
 fn load(
     source: Source,
     series_uid: Option<&str>,
+    options: dicom::LoadOptions,
     send: &dyn Fn(LoadMessage),
 ) -> anyhow::Result<LoadMessage> {
     let path = match source {
@@ -134,7 +140,7 @@ fn load(
         (None, _) => {
             return Ok(LoadMessage::Choose(
                 path,
-                report.series.iter().map(row).collect(),
+                report.series.iter().map(|s| row(s, options)).collect(),
             ));
         }
     };
@@ -143,7 +149,7 @@ fn load(
         series.frame_count(),
         path.display()
     )));
-    let volume = dicom::load_series(series)?;
+    let volume = dicom::load_series(series, options)?;
     Ok(LoadMessage::Loaded(path, Box::new(volume)))
 }
 

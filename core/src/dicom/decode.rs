@@ -9,6 +9,7 @@
 use dicom_dictionary_std::tags;
 use dicom_encoding::TransferSyntaxIndex;
 use dicom_object::OpenFileOptions;
+use dicom_object::file::ReadPreamble;
 use dicom_pixeldata::{DecodedPixelData, PixelDecoder, PixelRepresentation};
 use dicom_transfer_syntax_registry::TransferSyntaxRegistry;
 use ndarray::Array3;
@@ -54,6 +55,9 @@ impl Frame {
 }
 
 /// Decodes every frame that `layout` uses and assembles the volume.
+///
+/// A file that fails is reported with every other failure of the series
+/// ([`DicomError::Undecodable`]), so that the caller can name them all or leave them out.
 pub fn decode(series: &SeriesFiles, layout: &SeriesLayout) -> Result<Volume, DicomError> {
     check_transfer_syntaxes(series)?;
     let [nx, ny, nz] = layout.geometry.size;
@@ -66,7 +70,7 @@ pub fn decode(series: &SeriesFiles, layout: &SeriesLayout) -> Result<Volume, Dic
             needed[frame_ref.file].push(frame_ref.frame);
         }
     }
-    let decoded: Vec<Vec<(u32, Frame)>> = series
+    let results: Vec<Result<Vec<(u32, Frame)>, DicomError>> = series
         .files
         .par_iter()
         .zip(needed.par_iter_mut())
@@ -75,7 +79,27 @@ pub fn decode(series: &SeriesFiles, layout: &SeriesLayout) -> Result<Volume, Dic
             frames.dedup();
             decode_file(file, frames, frame_len)
         })
-        .collect::<Result<_, _>>()?;
+        .collect();
+    let mut decoded = Vec::with_capacity(results.len());
+    let mut failed = Vec::new();
+    for (index, result) in results.into_iter().enumerate() {
+        match result {
+            Ok(frames) => decoded.push(frames),
+            Err(error) => {
+                failed.push((index, error.reason()));
+                decoded.push(Vec::new());
+            }
+        }
+    }
+    if !failed.is_empty() {
+        return Err(DicomError::Undecodable {
+            series: super::series_name(series),
+            files: failed
+                .into_iter()
+                .map(|(index, reason)| (series.files[index].path.clone(), reason))
+                .collect(),
+        });
+    }
     let lookup = |frame_ref: FrameRef| -> &Frame {
         // Invariant: every frame in `needed` was decoded above, sorted by frame index.
         let file_frames = &decoded[frame_ref.file];
@@ -109,6 +133,7 @@ pub fn decode(series: &SeriesFiles, layout: &SeriesLayout) -> Result<Volume, Dic
         geometry: layout.geometry.clone(),
         info: series.first().info.clone(),
         warnings: layout.warnings.clone(),
+        filled_slices: layout.filled.clone(),
     })
 }
 
@@ -175,8 +200,13 @@ fn decode_file(
         path: path.to_path_buf(),
         reason,
     };
+    // Only the bytes up to the end of the pixel data, checked against the file's size: no
+    // declared length is allocated before it is known to be there, and a tail is never parsed.
+    let (mut handle, extent) = super::header::open_checked(path).map_err(&fail)?;
+    let bytes = super::header::read_range(&mut handle, 0..extent.data_end).map_err(&fail)?;
     let obj = OpenFileOptions::new()
-        .open_file(path)
+        .read_preamble(ReadPreamble::Always)
+        .from_reader(bytes.as_slice())
         .map_err(|e| DicomError::Parse {
             path: path.to_path_buf(),
             reason: e.to_string(),

@@ -10,9 +10,24 @@ use dicom_core::Tag;
 use dicom_dictionary_std::tags;
 use dicom_object::{DefaultDicomObject, InMemDicomObject, OpenFileOptions};
 
-use super::DicomError;
+use dicom_object::file::ReadPreamble;
+
+use super::guard::Extent;
 use crate::geometry::Vec3;
-use crate::volume::SeriesInfo;
+use crate::volume::{MAX_VOXELS, SeriesInfo};
+
+/// Rows and columns above this are not CT images (the largest CT matrices are 2048).
+pub const MAX_SIDE: u32 = 16384;
+/// Frames in one file above this are refused (an enhanced CT of a whole body has a few thousand).
+pub const MAX_FRAMES: i64 = 20_000;
+/// Positions further than this from the origin (100 m) are not in a patient.
+pub const MAX_POSITION_MM: f64 = 1e5;
+/// Rescale slopes and intercepts beyond this do not map stored values to HU (CT uses 1 and
+/// -1024; values past it overflow `f32` HU or make every voxel the same).
+pub const MAX_RESCALE: f64 = 1e5;
+/// Pixel spacings outside this range are not CT pixels, mm.
+pub const MIN_SPACING_MM: f64 = 1e-3;
+pub const MAX_SPACING_MM: f64 = 100.0;
 
 /// The geometry and value mapping of one frame (one slice).
 #[derive(Debug, Clone, PartialEq)]
@@ -61,36 +76,121 @@ pub enum NotAnImage {
     NoPixels(String),
 }
 
-/// Reads the header of `path` (stopping before the pixel data).
-///
-/// `Ok(Err(_))` is a file to skip with a reason; `Err(_)` is an image we could not make sense of.
-pub fn read_header(path: &Path) -> Result<Result<FileHeader, NotAnImage>, DicomError> {
-    if !has_dicom_magic(path)? {
-        return Ok(Err(NotAnImage::NotDicom(
-            "no DICM marker at byte 128 (not a DICOM Part 10 file)".into(),
-        )));
-    }
-    let obj = match OpenFileOptions::new()
-        .read_until(tags::PIXEL_DATA)
-        .open_file(path)
-    {
-        Ok(obj) => obj,
-        Err(e) => {
-            return Err(DicomError::Parse {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            });
-        }
-    };
-    header_from_object(path, &obj)
+/// A DICOM image file that cannot be used, with what could still be read of it (so that a
+/// series can say which of its slices is missing, and where).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unreadable {
+    pub reason: String,
+    pub series_uid: Option<String>,
+    pub position_lps_mm: Option<Vec3>,
 }
 
-fn has_dicom_magic(path: &Path) -> Result<bool, DicomError> {
+impl Unreadable {
+    fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            series_uid: None,
+            position_lps_mm: None,
+        }
+    }
+}
+
+/// What reading one file's header found.
+#[derive(Debug, Clone)]
+pub enum HeaderOutcome {
+    Image(Box<FileHeader>),
+    NotAnImage(NotAnImage),
+    Unreadable(Unreadable),
+}
+
+/// Opens `path` as a regular file (not a FIFO, device or folder) and checks its element
+/// structure against its size (see [`guard`](super::guard)).
+pub(crate) fn open_checked(path: &Path) -> Result<(std::fs::File, Extent), String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(format!("is {}, not a regular file", file_kind(&meta)));
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let extent = super::guard::check(&mut file, meta.len())?;
+    Ok((file, extent))
+}
+
+/// What a path that is not a regular file is, in words.
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Reads `range` of `file` into memory (the range was checked against the file's size).
+pub(crate) fn read_range(
+    file: &mut std::fs::File,
+    range: std::ops::Range<u64>,
+) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(range.start))
+        .map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(range.end - range.start)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// Reads the header of `path` (never its pixel data).
+pub fn read_header(path: &Path) -> HeaderOutcome {
+    match has_dicom_magic(path) {
+        Ok(true) => {}
+        Ok(false) => {
+            let reason = match std::fs::metadata(path) {
+                Ok(meta) if !meta.is_file() => format!("{}, not a regular file", file_kind(&meta)),
+                _ => "no DICM marker at byte 128 (not a DICOM Part 10 file)".into(),
+            };
+            return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(reason));
+        }
+        Err(reason) => return HeaderOutcome::Unreadable(Unreadable::new(reason)),
+    }
+    let (mut file, extent) = match open_checked(path) {
+        Ok(found) => found,
+        Err(reason) => return HeaderOutcome::Unreadable(Unreadable::new(reason)),
+    };
+    let bytes = match read_range(&mut file, 0..extent.header_end) {
+        Ok(bytes) => bytes,
+        Err(reason) => return HeaderOutcome::Unreadable(Unreadable::new(reason)),
+    };
+    let obj = match OpenFileOptions::new()
+        .read_preamble(ReadPreamble::Always)
+        .read_until(tags::PIXEL_DATA)
+        .from_reader(bytes.as_slice())
+    {
+        Ok(obj) => obj,
+        Err(e) => return HeaderOutcome::Unreadable(Unreadable::new(e.to_string())),
+    };
+    header_from_object(path, &obj, &extent)
+}
+
+/// Whether `path` is a regular file with a DICOM Part 10 marker (false for anything else).
+pub fn is_dicom_file(path: &Path) -> bool {
+    matches!(has_dicom_magic(path), Ok(true))
+}
+
+fn has_dicom_magic(path: &Path) -> Result<bool, String> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|source| DicomError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Ok(false);
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut head = [0u8; 132];
     let mut filled = 0;
     while filled < head.len() {
@@ -98,21 +198,13 @@ fn has_dicom_magic(path: &Path) -> Result<bool, DicomError> {
             Ok(0) => return Ok(false),
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(DicomError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
+            Err(e) => return Err(e.to_string()),
         }
     }
     Ok(&head[128..] == b"DICM")
 }
 
-fn header_from_object(
-    path: &Path,
-    obj: &DefaultDicomObject,
-) -> Result<Result<FileHeader, NotAnImage>, DicomError> {
+fn header_from_object(path: &Path, obj: &DefaultDicomObject, extent: &Extent) -> HeaderOutcome {
     let sop_class_uid = text(obj, tags::SOP_CLASS_UID);
     let meta_class = obj
         .meta()
@@ -120,9 +212,9 @@ fn header_from_object(
         .trim_end_matches('\0')
         .to_string();
     if meta_class == dicom_dictionary_std::uids::MEDIA_STORAGE_DIRECTORY_STORAGE {
-        return Ok(Err(NotAnImage::NoPixels(
+        return HeaderOutcome::NotAnImage(NotAnImage::NoPixels(
             "DICOMDIR (media directory index)".into(),
-        )));
+        ));
     }
     let (Some(rows), Some(columns)) = (int(obj, tags::ROWS), int(obj, tags::COLUMNS)) else {
         let class = if sop_class_uid.is_empty() {
@@ -130,18 +222,39 @@ fn header_from_object(
         } else {
             sop_class_uid
         };
-        return Ok(Err(NotAnImage::NoPixels(format!(
+        return HeaderOutcome::NotAnImage(NotAnImage::NoPixels(format!(
             "no Rows/Columns: not an image (SOP class {class})"
-        ))));
+        )));
     };
-    let missing = |attribute: &'static str| DicomError::MissingAttribute {
-        path: path.to_path_buf(),
-        attribute,
+    let series_uid = text(obj, tags::SERIES_INSTANCE_UID);
+    let broken = |reason: String| {
+        HeaderOutcome::Unreadable(Unreadable {
+            reason,
+            series_uid: Some(series_uid.clone()).filter(|u| !u.is_empty()),
+            position_lps_mm: floats(obj, tags::IMAGE_POSITION_PATIENT)
+                .and_then(|v| vec3(&v))
+                .filter(|p| p.iter().all(|c| c.abs() <= MAX_POSITION_MM)),
+        })
     };
-    let rows = u32::try_from(rows).map_err(|_| missing("Rows (positive)"))?;
-    let columns = u32::try_from(columns).map_err(|_| missing("Columns (positive)"))?;
-
-    let number_of_frames = int(obj, tags::NUMBER_OF_FRAMES).unwrap_or(1).max(1);
+    let side = |value: i64, name: &str| -> Result<u32, String> {
+        u32::try_from(value)
+            .ok()
+            .filter(|v| (1..=MAX_SIDE).contains(v))
+            .ok_or_else(|| format!("{name} is {value}, outside 1 to {MAX_SIDE}"))
+    };
+    let (rows, columns) = match (side(rows, "Rows"), side(columns, "Columns")) {
+        (Ok(r), Ok(c)) => (r, c),
+        (Err(e), _) | (_, Err(e)) => return broken(e),
+    };
+    let number_of_frames = int(obj, tags::NUMBER_OF_FRAMES).unwrap_or(1);
+    if !(1..=MAX_FRAMES).contains(&number_of_frames) {
+        return broken(format!(
+            "NumberOfFrames is {number_of_frames}, outside 1 to {MAX_FRAMES}"
+        ));
+    }
+    if let Err(reason) = check_pixel_promise(obj, extent, rows, columns, number_of_frames) {
+        return broken(reason);
+    }
     let frames = if number_of_frames > 1
         || obj
             .get(tags::PER_FRAME_FUNCTIONAL_GROUPS_SEQUENCE)
@@ -149,13 +262,24 @@ fn header_from_object(
     {
         multi_frame_headers(obj, number_of_frames)
     } else {
-        single_frame_header(obj).into_iter().collect()
+        single_frame_header(obj).map(|frame| frame.into_iter().collect())
     };
-    if frames.is_empty() {
-        return Err(missing(
-            "ImagePositionPatient / ImageOrientationPatient / PixelSpacing (the slice cannot be placed)",
-        ));
-    }
+    let frames = match frames {
+        Ok(frames) if !frames.is_empty() => frames,
+        // No geometry at all: an image that was never a slice (a secondary capture, a
+        // screenshot), not a damaged one.
+        Ok(_) if !has_any_geometry(obj) => {
+            return HeaderOutcome::NotAnImage(NotAnImage::NoPixels(
+                "an image without ImagePositionPatient, ImageOrientationPatient or PixelSpacing: not a slice of a volume (e.g. a secondary capture)".into(),
+            ));
+        }
+        Ok(_) => {
+            return broken(
+                "lacks ImagePositionPatient, ImageOrientationPatient or PixelSpacing (the slice cannot be placed)".into(),
+            );
+        }
+        Err(reason) => return broken(reason),
+    };
 
     let window_hu = match (
         floats(obj, tags::WINDOW_CENTER),
@@ -165,7 +289,7 @@ fn header_from_object(
         _ => None,
     };
     let info = SeriesInfo {
-        series_uid: text(obj, tags::SERIES_INSTANCE_UID),
+        series_uid,
         study_uid: text(obj, tags::STUDY_INSTANCE_UID),
         modality: text(obj, tags::MODALITY),
         series_description: text(obj, tags::SERIES_DESCRIPTION),
@@ -178,10 +302,12 @@ fn header_from_object(
         study_date: text(obj, tags::STUDY_DATE),
         study_description: text(obj, tags::STUDY_DESCRIPTION),
         manufacturer: text(obj, tags::MANUFACTURER),
-        window_hu,
-        slice_thickness_mm: floats(obj, tags::SLICE_THICKNESS).and_then(|v| v.first().copied()),
+        window_hu: window_hu.filter(|(c, w)| c.is_finite() && w.is_finite() && *w > 0.0),
+        slice_thickness_mm: floats(obj, tags::SLICE_THICKNESS)
+            .and_then(|v| v.first().copied())
+            .filter(|t| t.is_finite()),
     };
-    Ok(Ok(FileHeader {
+    HeaderOutcome::Image(Box::new(FileHeader {
         path: path.to_path_buf(),
         info,
         sop_class_uid,
@@ -202,20 +328,140 @@ fn header_from_object(
     }))
 }
 
-fn single_frame_header(obj: &InMemDicomObject) -> Option<FrameHeader> {
-    Some(FrameHeader {
-        frame: 0,
-        position_lps_mm: vec3(&floats(obj, tags::IMAGE_POSITION_PATIENT)?)?,
-        orientation: six(&floats(obj, tags::IMAGE_ORIENTATION_PATIENT)?)?,
-        pixel_spacing_mm: spacing_xy(&floats(obj, tags::PIXEL_SPACING)?)?,
-        rescale_slope: first_float(obj, tags::RESCALE_SLOPE).unwrap_or(1.0),
-        rescale_intercept: first_float(obj, tags::RESCALE_INTERCEPT).unwrap_or(0.0),
+/// Whether any of the attributes that place a slice is present (top level or per frame).
+fn has_any_geometry(obj: &InMemDicomObject) -> bool {
+    [
+        tags::IMAGE_POSITION_PATIENT,
+        tags::IMAGE_ORIENTATION_PATIENT,
+        tags::PIXEL_SPACING,
+        tags::PER_FRAME_FUNCTIONAL_GROUPS_SEQUENCE,
+        tags::SHARED_FUNCTIONAL_GROUPS_SEQUENCE,
+    ]
+    .into_iter()
+    .any(|tag| obj.get(tag).is_some())
+}
+
+/// Checks what the header promises against the pixel data the file holds, before any of it is
+/// decoded: supported sample sizes, a size within [`MAX_VOXELS`], and, for uncompressed
+/// syntaxes, exactly enough bytes (a shorter element is a truncated file; a much longer one is
+/// not what the header describes).
+fn check_pixel_promise(
+    obj: &InMemDicomObject,
+    extent: &Extent,
+    rows: u32,
+    columns: u32,
+    frames: i64,
+) -> Result<(), String> {
+    let Some(pixels) = &extent.pixel_data else {
+        return Err("no PixelData (the file may be truncated)".into());
+    };
+    let bits = int(obj, tags::BITS_ALLOCATED).unwrap_or(16);
+    if !matches!(bits, 8 | 16 | 32) {
+        return Err(format!(
+            "BitsAllocated {bits} is not supported (8, 16 or 32)"
+        ));
+    }
+    let samples = int(obj, tags::SAMPLES_PER_PIXEL).unwrap_or(1);
+    if !(1..=4).contains(&samples) {
+        return Err(format!("SamplesPerPixel {samples} is not 1 to 4"));
+    }
+    // Bounded above: rows and columns <= MAX_SIDE, frames <= MAX_FRAMES, samples <= 4.
+    let voxels = u64::from(rows) * u64::from(columns) * frames.unsigned_abs();
+    if voxels > MAX_VOXELS as u64 {
+        return Err(format!(
+            "{columns}x{rows} pixels x {frames} frame(s) is over the limit of {MAX_VOXELS} voxels per file"
+        ));
+    }
+    let promised = voxels * samples.unsigned_abs() * (bits.unsigned_abs() / 8);
+    let held = pixels.end - pixels.start;
+    let native = matches!(
+        extent.transfer_syntax_uid.as_str(),
+        "1.2.840.10008.1.2" | "1.2.840.10008.1.2.1" | "1.2.840.10008.1.2.2"
+    );
+    if native && held < promised {
+        return Err(format!(
+            "PixelData holds {held} bytes, but Rows x Columns x frames x samples promise {promised} (truncated?)"
+        ));
+    }
+    if native && held > promised + promised / 2 + 2 {
+        return Err(format!(
+            "PixelData holds {held} bytes, far more than the {promised} its header describes"
+        ));
+    }
+    Ok(())
+}
+
+fn single_frame_header(obj: &InMemDicomObject) -> Result<Option<FrameHeader>, String> {
+    let (Some(position), Some(orientation), Some(spacing)) = (
+        floats(obj, tags::IMAGE_POSITION_PATIENT),
+        floats(obj, tags::IMAGE_ORIENTATION_PATIENT),
+        floats(obj, tags::PIXEL_SPACING),
+    ) else {
+        return Ok(None);
+    };
+    checked_frame(
+        0,
+        &position,
+        &orientation,
+        &spacing,
+        floats(obj, tags::RESCALE_SLOPE),
+        floats(obj, tags::RESCALE_INTERCEPT),
+    )
+    .map(Some)
+}
+
+/// Builds a frame header from its attribute values, refusing values no CT can have.
+fn checked_frame(
+    frame: u32,
+    position: &[f64],
+    orientation: &[f64],
+    spacing: &[f64],
+    slope: Option<Vec<f64>>,
+    intercept: Option<Vec<f64>>,
+) -> Result<FrameHeader, String> {
+    let position_lps_mm = vec3(position)
+        .filter(|p| p.iter().all(|c| c.abs() <= MAX_POSITION_MM))
+        .ok_or_else(|| {
+            format!(
+                "ImagePositionPatient {position:?} is not three finite numbers within {MAX_POSITION_MM} mm"
+            )
+        })?;
+    let orientation = six(orientation).ok_or_else(|| {
+        format!("ImageOrientationPatient {orientation:?} is not six finite numbers")
+    })?;
+    let pixel_spacing_mm = spacing_xy(spacing).ok_or_else(|| {
+        format!(
+            "PixelSpacing {spacing:?} is not two numbers from {MIN_SPACING_MM} to {MAX_SPACING_MM} mm"
+        )
+    })?;
+    let rescale_slope = slope.and_then(|v| v.first().copied()).unwrap_or(1.0);
+    if !(rescale_slope.is_finite() && rescale_slope != 0.0 && rescale_slope.abs() <= MAX_RESCALE) {
+        return Err(format!(
+            "RescaleSlope {rescale_slope} is not a finite, non-zero number within {MAX_RESCALE}"
+        ));
+    }
+    let rescale_intercept = intercept.and_then(|v| v.first().copied()).unwrap_or(0.0);
+    if !(rescale_intercept.is_finite() && rescale_intercept.abs() <= MAX_RESCALE) {
+        return Err(format!(
+            "RescaleIntercept {rescale_intercept} is not a finite number within {MAX_RESCALE}"
+        ));
+    }
+    Ok(FrameHeader {
+        frame,
+        position_lps_mm,
+        orientation,
+        pixel_spacing_mm,
+        rescale_slope,
+        rescale_intercept,
     })
 }
 
 /// Enhanced CT: each frame's attributes live in the per-frame functional group item, or in the
 /// shared one when they are the same for all frames. Returns no frames if one cannot be placed.
-fn multi_frame_headers(obj: &InMemDicomObject, number_of_frames: i64) -> Vec<FrameHeader> {
+fn multi_frame_headers(
+    obj: &InMemDicomObject,
+    number_of_frames: i64,
+) -> Result<Vec<FrameHeader>, String> {
     let shared = obj
         .get(tags::SHARED_FUNCTIONAL_GROUPS_SEQUENCE)
         .and_then(|e| e.items())
@@ -239,48 +485,39 @@ fn multi_frame_headers(obj: &InMemDicomObject, number_of_frames: i64) -> Vec<Fra
     };
     let mut frames = Vec::new();
     for index in 0..usize::try_from(number_of_frames).unwrap_or(0) {
-        let header = (|| {
-            Some(FrameHeader {
-                frame: u32::try_from(index).ok()?,
-                position_lps_mm: vec3(&lookup(
-                    index,
-                    tags::PLANE_POSITION_SEQUENCE,
-                    tags::IMAGE_POSITION_PATIENT,
-                )?)?,
-                orientation: six(&lookup(
-                    index,
-                    tags::PLANE_ORIENTATION_SEQUENCE,
-                    tags::IMAGE_ORIENTATION_PATIENT,
-                )?)?,
-                pixel_spacing_mm: spacing_xy(&lookup(
-                    index,
-                    tags::PIXEL_MEASURES_SEQUENCE,
-                    tags::PIXEL_SPACING,
-                )?)?,
-                rescale_slope: lookup(
-                    index,
-                    tags::PIXEL_VALUE_TRANSFORMATION_SEQUENCE,
-                    tags::RESCALE_SLOPE,
-                )
-                .and_then(|v| v.first().copied())
-                .or_else(|| first_float(obj, tags::RESCALE_SLOPE))
-                .unwrap_or(1.0),
-                rescale_intercept: lookup(
-                    index,
-                    tags::PIXEL_VALUE_TRANSFORMATION_SEQUENCE,
-                    tags::RESCALE_INTERCEPT,
-                )
-                .and_then(|v| v.first().copied())
-                .or_else(|| first_float(obj, tags::RESCALE_INTERCEPT))
-                .unwrap_or(0.0),
-            })
-        })();
-        match header {
-            Some(h) => frames.push(h),
-            None => return Vec::new(),
-        }
+        let (Some(position), Some(orientation), Some(spacing)) = (
+            lookup(
+                index,
+                tags::PLANE_POSITION_SEQUENCE,
+                tags::IMAGE_POSITION_PATIENT,
+            ),
+            lookup(
+                index,
+                tags::PLANE_ORIENTATION_SEQUENCE,
+                tags::IMAGE_ORIENTATION_PATIENT,
+            ),
+            lookup(index, tags::PIXEL_MEASURES_SEQUENCE, tags::PIXEL_SPACING),
+        ) else {
+            return Ok(Vec::new());
+        };
+        let value = |tag| {
+            lookup(index, tags::PIXEL_VALUE_TRANSFORMATION_SEQUENCE, tag)
+                .or_else(|| floats(obj, tag))
+        };
+        // `index` < MAX_FRAMES, checked by the caller.
+        let frame = u32::try_from(index).map_err(|e| e.to_string())?;
+        let header = checked_frame(
+            frame,
+            &position,
+            &orientation,
+            &spacing,
+            value(tags::RESCALE_SLOPE),
+            value(tags::RESCALE_INTERCEPT),
+        )
+        .map_err(|reason| format!("frame {index}: {reason}"))?;
+        frames.push(header);
     }
-    frames
+    Ok(frames)
 }
 
 fn text(obj: &InMemDicomObject, tag: Tag) -> String {
@@ -301,10 +538,6 @@ fn floats(obj: &InMemDicomObject, tag: Tag) -> Option<Vec<f64>> {
     obj.get(tag).and_then(|e| e.to_multi_float64().ok())
 }
 
-fn first_float(obj: &InMemDicomObject, tag: Tag) -> Option<f64> {
-    floats(obj, tag).and_then(|v| v.first().copied())
-}
-
 fn vec3(v: &[f64]) -> Option<Vec3> {
     (v.len() >= 3 && v[..3].iter().all(|x| x.is_finite())).then(|| [v[0], v[1], v[2]])
 }
@@ -316,6 +549,9 @@ fn six(v: &[f64]) -> Option<[f64; 6]> {
 
 /// DICOM PixelSpacing is (row spacing, column spacing) = (y, x); we keep x first.
 fn spacing_xy(v: &[f64]) -> Option<[f64; 2]> {
-    let ok = v.len() >= 2 && v[..2].iter().all(|x| x.is_finite() && *x > 0.0);
+    let ok = v.len() >= 2
+        && v[..2]
+            .iter()
+            .all(|x| (MIN_SPACING_MM..=MAX_SPACING_MM).contains(x));
     ok.then(|| [v[1], v[0]])
 }

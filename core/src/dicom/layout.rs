@@ -1,14 +1,15 @@
 //! Puts the frames of one series in order and derives the volume geometry from their positions.
 //!
 //! Slices are sorted by ImagePositionPatient projected on the slice normal (row x column
-//! direction); spacing comes from those positions, never from SliceThickness. Irregularities are
-//! repaired in the open and reported as warnings that travel with the volume: duplicate
-//! positions are dropped, uneven gaps (missing slices) are filled by linear interpolation on a
-//! uniform grid, and a gantry tilt is kept as a shear in `world_from_voxel`. What cannot be a
-//! volume is refused.
+//! direction); spacing comes from those positions, never from SliceThickness. Duplicate
+//! positions are dropped and a gantry tilt is kept as a shear in `world_from_voxel`, both with a
+//! warning. Nothing missing is filled in unless the caller allows gaps: uneven gaps and
+//! unreadable files refuse the series by default; with [`LoadOptions::allow_gaps`] the gaps are
+//! interpolated on a uniform grid and every filled slice is listed. What cannot be a volume is
+//! refused.
 
 use crate::geometry::{Affine3, Vec3, cross, dot, norm, scale, sub};
-use crate::volume::Geometry;
+use crate::volume::{Geometry, MAX_VOXELS};
 
 use super::DicomError;
 use super::scan::SeriesFiles;
@@ -48,6 +49,16 @@ pub struct SeriesLayout {
     pub geometry: Geometry,
     pub slices: Vec<SliceSource>,
     pub warnings: Vec<String>,
+    /// Slices that no file provides, interpolated because the caller allowed gaps.
+    pub filled: Vec<FilledSlice>,
+}
+
+/// How to treat a series with missing or unreadable slices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Interpolate over gaps and unreadable files instead of refusing the series. Every filled
+    /// slice is listed in the volume's warnings and `filled_slices`.
+    pub allow_gaps: bool,
 }
 
 struct Positioned {
@@ -58,9 +69,26 @@ struct Positioned {
 }
 
 /// Orders the frames of `series` and derives its geometry.
-pub fn layout(series: &SeriesFiles) -> Result<SeriesLayout, DicomError> {
+///
+/// A series with unreadable files or uneven gaps is refused unless `options.allow_gaps`.
+pub fn layout(series: &SeriesFiles, options: LoadOptions) -> Result<SeriesLayout, DicomError> {
     let first = series.first();
     let name = series_name(series);
+    if !series.unreadable.is_empty() && !options.allow_gaps {
+        let list: Vec<String> = series
+            .unreadable
+            .iter()
+            .map(|s| format!("{}: {}", s.path.display(), s.reason))
+            .collect();
+        return Err(DicomError::MissingSlices {
+            series: name,
+            detail: format!(
+                "{} file(s) could not be read: {}",
+                list.len(),
+                list.join("; ")
+            ),
+        });
+    }
     let refuse = |reason: String| DicomError::NotAVolume {
         series: name.clone(),
         reason,
@@ -153,6 +181,7 @@ pub fn layout(series: &SeriesFiles) -> Result<SeriesLayout, DicomError> {
             ),
             slices: vec![SliceSource::Frame(frames[0].frame)],
             warnings,
+            filled: Vec::new(),
         });
     }
 
@@ -187,17 +216,53 @@ pub fn layout(series: &SeriesFiles) -> Result<SeriesLayout, DicomError> {
     let uneven = gaps
         .iter()
         .any(|g| (g - nominal).abs() > UNEVEN_RELATIVE * nominal);
-    let slices = if uneven {
-        let (slices, interpolated) = regular_grid(&frames, nominal);
-        // A gap close to a whole multiple of the typical one means slices are missing.
-        let missing: usize = gaps
+    let count = if uneven {
+        (span / nominal).round() + 1.0
+    } else {
+        frames.len() as f64
+    };
+    let plane = f64::from(first.columns) * f64::from(first.rows);
+    if count * plane > MAX_VOXELS as f64 {
+        return Err(refuse(format!(
+            "{count} slices of {}x{} would be over the limit of {MAX_VOXELS} voxels (slice positions from {:.3} to {:.3} mm)",
+            first.columns,
+            first.rows,
+            frames[0].along_normal_mm,
+            frames[frames.len() - 1].along_normal_mm
+        )));
+    }
+    // A gap close to a whole multiple of the typical one means slices are missing.
+    let missing: usize = gaps
+        .iter()
+        .map(|g| g / nominal)
+        .filter(|ratio| *ratio > 1.5 && (ratio - ratio.round()).abs() < 0.1)
+        .map(|ratio| ratio.round() as usize - 1)
+        .sum();
+    let spread = format!("{min_gap:.3} to {max_gap:.3} mm, typical {nominal:.3} mm");
+    let grid = uneven.then(|| regular_grid(&frames, nominal));
+    let interpolated = grid.as_ref().map_or(0, |slices| {
+        slices
             .iter()
-            .map(|g| g / nominal)
-            .filter(|ratio| *ratio > 1.5 && (ratio - ratio.round()).abs() < 0.1)
-            .map(|ratio| ratio.round() as usize - 1)
-            .sum();
+            .filter(|s| matches!(s, SliceSource::Blend { .. }))
+            .count()
+    });
+    if uneven && !options.allow_gaps {
+        return Err(DicomError::MissingSlices {
+            series: name,
+            detail: format!(
+                "uneven slice spacing ({spread}{}): a uniform grid would interpolate {interpolated} of its {} slices",
+                if missing > 0 {
+                    format!(", about {missing} slice(s) missing")
+                } else {
+                    String::new()
+                },
+                count as usize
+            ),
+        });
+    }
+    let slices = if let Some(slices) = grid {
         let mut text = format!(
-            "uneven slice spacing ({min_gap:.3} to {max_gap:.3} mm, typical {nominal:.3} mm): resampled to a uniform {nominal:.3} mm grid of {} slices, {interpolated} interpolated",
+            "uneven slice spacing ({spread}): resampled to a uniform {nominal:.3} mm grid of {} slices, {interpolated} interpolated",
             slices.len()
         );
         if missing > 0 {
@@ -213,19 +278,101 @@ pub fn layout(series: &SeriesFiles) -> Result<SeriesLayout, DicomError> {
     } else {
         span / gaps.len() as f64
     };
+    let geometry = geometry(
+        first,
+        [spacing_x, spacing_y, spacing_z],
+        row_dir,
+        col_dir,
+        scale(z_direction, spacing_z),
+        origin,
+        slices.len(),
+    );
+    let filled = filled_slices(
+        &slices,
+        &geometry,
+        series,
+        normal,
+        frames[0].along_normal_mm,
+    );
+    for f in &filled {
+        warnings.push(f.describe());
+    }
+    if !series.unreadable.is_empty() {
+        let kept = series.unreadable.len() - filled.iter().filter(|f| f.file.is_some()).count();
+        warnings.push(format!(
+            "{} unreadable file(s) left out of the series, {kept} of them at no known position: {}",
+            series.unreadable.len(),
+            series
+                .unreadable
+                .iter()
+                .map(|s| format!("{}: {}", s.path.display(), s.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
     Ok(SeriesLayout {
-        geometry: geometry(
-            first,
-            [spacing_x, spacing_y, spacing_z],
-            row_dir,
-            col_dir,
-            scale(z_direction, spacing_z),
-            origin,
-            slices.len(),
-        ),
+        geometry,
         slices,
         warnings,
+        filled,
     })
+}
+
+/// A slice of the volume that no file provides: interpolated from its neighbours.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FilledSlice {
+    /// Slice index `z` in the volume.
+    pub index: usize,
+    /// Centre of its first voxel, LPS mm.
+    pub position_lps_mm: Vec3,
+    /// The unreadable file that would have been this slice, when its position is known.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl FilledSlice {
+    /// One line for warnings: index, position and file.
+    pub fn describe(&self) -> String {
+        let p = self.position_lps_mm;
+        format!(
+            "slice {} at ({:.2}, {:.2}, {:.2}) mm is interpolated{}",
+            self.index,
+            p[0],
+            p[1],
+            p[2],
+            match &self.file {
+                Some(f) => format!(" (in place of unreadable {})", f.display()),
+                None => " (no file at this position)".into(),
+            }
+        )
+    }
+}
+
+fn filled_slices(
+    slices: &[SliceSource],
+    geometry: &Geometry,
+    series: &SeriesFiles,
+    normal: Vec3,
+    start_mm: f64,
+) -> Vec<FilledSlice> {
+    let step = geometry.spacing_mm[2];
+    slices
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, SliceSource::Blend { .. }))
+        .map(|(index, _)| {
+            let file = series.unreadable.iter().find_map(|u| {
+                let along = dot(u.position_lps_mm?, normal);
+                let k = (along - start_mm) / step;
+                ((k - index as f64).abs() < 0.5).then(|| u.path.clone())
+            });
+            FilledSlice {
+                index,
+                position_lps_mm: geometry.world_from_voxel.apply([0.0, 0.0, index as f64]),
+                file,
+            }
+        })
+        .collect()
 }
 
 fn geometry(
@@ -252,12 +399,11 @@ fn geometry(
 }
 
 /// Slices at `first + k * step` along the normal, each exact or blended from its neighbours.
-fn regular_grid(frames: &[Positioned], step: f64) -> (Vec<SliceSource>, usize) {
+fn regular_grid(frames: &[Positioned], step: f64) -> Vec<SliceSource> {
     let start = frames[0].along_normal_mm;
     let span = frames[frames.len() - 1].along_normal_mm - start;
     let count = (span / step).round() as usize + 1;
     let mut slices = Vec::with_capacity(count);
-    let mut interpolated = 0;
     let mut below = 0;
     for k in 0..count {
         let target = start + k as f64 * step;
@@ -273,7 +419,6 @@ fn regular_grid(frames: &[Positioned], step: f64) -> (Vec<SliceSource>, usize) {
         } else {
             let gap = hi.along_normal_mm - lo.along_normal_mm;
             let weight = ((target - lo.along_normal_mm) / gap).clamp(0.0, 1.0);
-            interpolated += 1;
             slices.push(SliceSource::Blend {
                 below: lo.frame,
                 above: hi.frame,
@@ -281,7 +426,7 @@ fn regular_grid(frames: &[Positioned], step: f64) -> (Vec<SliceSource>, usize) {
             });
         }
     }
-    (slices, interpolated)
+    slices
 }
 
 fn median(values: &[f64]) -> f64 {

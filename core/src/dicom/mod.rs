@@ -7,16 +7,18 @@
 //! use tessera_core::dicom;
 //!
 //! let report = dicom::scan("path/to/study".as_ref())?;
+//! let options = dicom::LoadOptions::default(); // refuse gaps and unreadable slices
 //! for series in &report.series {
-//!     let layout = dicom::layout(series)?;
+//!     let layout = dicom::layout(series, options)?;
 //!     println!("{} slices, warnings: {:?}", layout.slices.len(), layout.warnings);
 //! }
-//! let volume = dicom::load_series(&report.series[0])?;
+//! let volume = dicom::load_series(&report.series[0], options)?;
 //! println!("{}", volume.geometry.size_label());
 //! # Ok::<(), tessera_core::dicom::DicomError>(())
 //! ```
 
 mod decode;
+mod guard;
 mod header;
 mod layout;
 mod scan;
@@ -26,8 +28,12 @@ use std::path::PathBuf;
 
 pub use decode::{check_transfer_syntaxes, decode};
 pub use header::{FileHeader, FrameHeader};
-pub use layout::{FrameRef, SeriesLayout, SliceSource, layout, series_name};
-pub use scan::{ScanReport, SeriesFiles, Skipped, scan};
+pub use header::{MAX_FRAMES, MAX_POSITION_MM, MAX_SIDE, MAX_SPACING_MM, MIN_SPACING_MM};
+pub use header::{file_kind, is_dicom_file};
+pub use layout::{
+    FilledSlice, FrameRef, LoadOptions, SeriesLayout, SliceSource, layout, series_name,
+};
+pub use scan::{ScanReport, SeriesFiles, SkipKind, Skipped, scan};
 
 use crate::volume::Volume;
 
@@ -57,6 +63,17 @@ pub enum DicomError {
     Decode { path: PathBuf, reason: String },
     #[error("{series} cannot be a volume: {reason}")]
     NotAVolume { series: String, reason: String },
+    #[error(
+        "{series} has missing or unreadable slices: {detail}. Nothing is filled in unless asked: allow gaps (--allow-gaps; in the viewer, 'Allow gaps' when opening) to interpolate over them"
+    )]
+    MissingSlices { series: String, detail: String },
+    #[error("{series}: {} file(s) could not be decoded: {}", files.len(), describe_files(files))]
+    Undecodable {
+        series: String,
+        files: Vec<(PathBuf, String)>,
+    },
+    #[error("{} is {kind}, not a file or folder", path.display())]
+    NotAFileOrFolder { path: PathBuf, kind: &'static str },
     #[error("no DICOM image series found in {} ({files} file(s) looked at{})", path.display(), skipped_summary(skipped))]
     NoSeries {
         path: PathBuf,
@@ -82,6 +99,14 @@ impl DicomError {
     }
 }
 
+fn describe_files(files: &[(PathBuf, String)]) -> String {
+    files
+        .iter()
+        .map(|(path, reason)| format!("{}: {reason}", path.display()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn skipped_summary(skipped: &[Skipped]) -> String {
     match skipped.first() {
         None => String::new(),
@@ -99,9 +124,37 @@ fn skipped_summary(skipped: &[Skipped]) -> String {
 }
 
 /// Lays out and decodes one series.
-pub fn load_series(series: &SeriesFiles) -> Result<Volume, DicomError> {
-    let layout = layout(series)?;
-    decode(series, &layout)
+///
+/// Files that fail to decode refuse the series, all named; with `options.allow_gaps` they are
+/// left out and interpolated over like any other gap, and listed in the volume's warnings.
+pub fn load_series(series: &SeriesFiles, options: LoadOptions) -> Result<Volume, DicomError> {
+    let plan = layout(series, options)?;
+    match decode(series, &plan) {
+        Err(DicomError::Undecodable {
+            series: name,
+            files,
+        }) if options.allow_gaps && files.len() < series.files.len() => {
+            let mut rest = series.clone();
+            rest.files
+                .retain(|f| !files.iter().any(|(p, _)| *p == f.path));
+            rest.unreadable
+                .extend(files.into_iter().map(|(path, reason)| {
+                    let position = series
+                        .files
+                        .iter()
+                        .find(|f| f.path == path)
+                        .map(|f| f.frames[0].position_lps_mm);
+                    Skipped {
+                        position_lps_mm: position,
+                        series_uid: Some(series.first().info.series_uid.clone()),
+                        ..Skipped::unreadable(path, format!("cannot decode: {reason} ({name})"))
+                    }
+                }));
+            let plan = layout(&rest, options)?;
+            decode(&rest, &plan)
+        }
+        other => other,
+    }
 }
 
 /// Scans `path` and loads one series: the one with `series_uid`, or else the largest
@@ -109,9 +162,10 @@ pub fn load_series(series: &SeriesFiles) -> Result<Volume, DicomError> {
 pub fn open(
     path: &std::path::Path,
     series_uid: Option<&str>,
+    options: LoadOptions,
 ) -> Result<(Volume, ScanReport), DicomError> {
     let report = scan(path)?;
-    let volume = load_series(choose(&report, path, series_uid)?)?;
+    let volume = load_series(choose(&report, path, series_uid)?, options)?;
     Ok((volume, report))
 }
 
@@ -119,13 +173,14 @@ pub fn open(
 pub fn open_geometry(
     path: &std::path::Path,
     series_uid: Option<&str>,
+    options: LoadOptions,
 ) -> Result<crate::volume::Geometry, DicomError> {
     let report = scan(path)?;
-    Ok(layout(choose(&report, path, series_uid)?)?.geometry)
+    Ok(layout(choose(&report, path, series_uid)?, options)?.geometry)
 }
 
 /// The series with `series_uid`, or else the [`largest_stack`].
-fn choose<'a>(
+pub fn choose<'a>(
     report: &'a ScanReport,
     path: &std::path::Path,
     series_uid: Option<&str>,

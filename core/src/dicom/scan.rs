@@ -11,18 +11,49 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::DicomError;
-use super::header::{FileHeader, NotAnImage, read_header};
+use super::header::{FileHeader, HeaderOutcome, NotAnImage, file_kind, read_header};
+use crate::geometry::Vec3;
 
 /// Orientation cosines closer than this belong to the same stack.
 const ORIENTATION_TOLERANCE: f64 = 1e-3;
 
-type HeaderResult = Result<Result<FileHeader, NotAnImage>, DicomError>;
+/// Why a file is not part of any series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipKind {
+    /// Not DICOM at all (a reader's XML, a README): expected in study folders.
+    NotDicom,
+    /// DICOM without pixels (a DICOMDIR, a report).
+    NotAnImage,
+    /// A DICOM image that cannot be read or makes no sense: possibly a missing slice.
+    Unreadable,
+}
 
 /// A file that is not part of any series, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Skipped {
     pub path: PathBuf,
     pub reason: String,
+    pub kind: SkipKind,
+    /// The series it says it belongs to, when that much could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series_uid: Option<String>,
+    /// Where it says it lies, when that much could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position_lps_mm: Option<Vec3>,
+}
+
+impl Skipped {
+    /// A file of a series that could not be used, without a known position.
+    pub fn unreadable(path: PathBuf, reason: String) -> Self {
+        Self {
+            path,
+            reason,
+            kind: SkipKind::Unreadable,
+            series_uid: None,
+            position_lps_mm: None,
+        }
+    }
 }
 
 /// Image files that can form one volume.
@@ -32,6 +63,9 @@ pub struct SeriesFiles {
     pub files: Vec<FileHeader>,
     /// Set when the series UID was split into several stacks: what this part is.
     pub split_note: Option<String>,
+    /// Image files that could not be read and may belong here: those that name this series,
+    /// and those that name none but sit in the same folder as one of its files.
+    pub unreadable: Vec<Skipped>,
 }
 
 impl SeriesFiles {
@@ -62,7 +96,7 @@ pub fn scan(path: &Path) -> Result<ScanReport, DicomError> {
     let mut files = Vec::new();
     collect_files(path, &mut files)?;
     files.sort();
-    let results: Vec<(PathBuf, HeaderResult)> = files
+    let results: Vec<(PathBuf, HeaderOutcome)> = files
         .par_iter()
         .map(|file| (file.clone(), read_header(file)))
         .collect();
@@ -74,19 +108,53 @@ pub fn scan(path: &Path) -> Result<ScanReport, DicomError> {
     };
     let mut headers = Vec::new();
     for (file, result) in results {
+        let skipped = |reason, kind| Skipped {
+            path: file.clone(),
+            reason,
+            kind,
+            series_uid: None,
+            position_lps_mm: None,
+        };
         match result {
-            Ok(Ok(header)) => headers.push(header),
-            Ok(Err(NotAnImage::NotDicom(reason) | NotAnImage::NoPixels(reason))) => {
-                report.skipped.push(Skipped { path: file, reason });
+            HeaderOutcome::Image(header) => headers.push(*header),
+            HeaderOutcome::NotAnImage(NotAnImage::NotDicom(reason)) => {
+                report.skipped.push(skipped(reason, SkipKind::NotDicom));
             }
-            Err(error) => report.skipped.push(Skipped {
-                path: file,
-                reason: error.reason(),
+            HeaderOutcome::NotAnImage(NotAnImage::NoPixels(reason)) => {
+                report.skipped.push(skipped(reason, SkipKind::NotAnImage));
+            }
+            HeaderOutcome::Unreadable(u) => report.skipped.push(Skipped {
+                series_uid: u.series_uid,
+                position_lps_mm: u.position_lps_mm,
+                ..skipped(u.reason, SkipKind::Unreadable)
             }),
         }
     }
     report.series = group(headers);
+    attribute_unreadable(&mut report);
     Ok(report)
+}
+
+/// Gives each series the unreadable files that may be its missing slices.
+fn attribute_unreadable(report: &mut ScanReport) {
+    for series in &mut report.series {
+        let uid = series.first().info.series_uid.clone();
+        let folders: Vec<&Path> = series
+            .files
+            .iter()
+            .filter_map(|f| f.path.parent())
+            .collect();
+        series.unreadable = report
+            .skipped
+            .iter()
+            .filter(|s| s.kind == SkipKind::Unreadable)
+            .filter(|s| match &s.series_uid {
+                Some(u) => *u == uid,
+                None => s.path.parent().is_some_and(|p| folders.contains(&p)),
+            })
+            .cloned()
+            .collect();
+    }
 }
 
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), DicomError> {
@@ -99,13 +167,21 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), DicomError> 
         out.push(path.to_path_buf());
         return Ok(());
     }
+    if !meta.is_dir() {
+        return Err(DicomError::NotAFileOrFolder {
+            path: path.to_path_buf(),
+            kind: file_kind(&meta),
+        });
+    }
     for entry in std::fs::read_dir(path).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         let child = entry.path();
         let file_type = entry.file_type().map_err(io_error)?;
         if file_type.is_dir() {
             collect_files(&child, out)?;
-        } else if file_type.is_file() || file_type.is_symlink() && child.is_file() {
+        } else if !file_type.is_symlink() || child.is_file() {
+            // Regular files, and special ones (FIFOs, sockets) so that they are reported as
+            // skipped, by kind, rather than dropped without a word.
             out.push(child);
         }
     }
@@ -122,6 +198,7 @@ fn group(headers: Vec<FileHeader>) -> Vec<SeriesFiles> {
             None => groups.push(SeriesFiles {
                 files: vec![header],
                 split_note: None,
+                unreadable: Vec::new(),
             }),
         }
     }

@@ -71,6 +71,12 @@ pub enum PhantomError {
     #[error("phantom spacing {0:?} mm must be positive and finite")]
     BadSpacing([f64; 3]),
     #[error(
+        "phantom size {0} is too large: at most {max_side} voxels per axis (a DICOM image's limit) and {max_voxels} in all",
+        max_side = u16::MAX,
+        max_voxels = crate::volume::MAX_VOXELS
+    )]
+    TooLarge(String),
+    #[error(
         "could place only {placed} of {asked} nodules apart from each other in a {fov_mm:.0} mm field of view; ask for fewer nodules or a larger field of view"
     )]
     NoRoom {
@@ -92,6 +98,17 @@ pub enum PhantomError {
 pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
     if spec.size.iter().any(|n| *n < 8) {
         return Err(PhantomError::TooSmall(crate::volume::format_size(
+            spec.size,
+        )));
+    }
+    let voxels = spec
+        .size
+        .iter()
+        .try_fold(1usize, |n, side| n.checked_mul(*side));
+    if spec.size.iter().any(|n| *n > usize::from(u16::MAX))
+        || voxels.is_none_or(|v| v > crate::volume::MAX_VOXELS)
+    {
+        return Err(PhantomError::TooLarge(crate::volume::format_size(
             spec.size,
         )));
     }
@@ -137,6 +154,7 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
         geometry,
         info: series_info(spec),
         warnings: Vec::new(),
+        filled_slices: Vec::new(),
     };
     Ok(Phantom {
         spec: spec.clone(),

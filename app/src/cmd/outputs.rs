@@ -1,0 +1,29 @@
+//! Output paths a subcommand writes: checked against its inputs before any work starts, so
+//! nothing a user owns is modified (see [`tessera_core::io::check_output`]).
+
+use std::path::{Path, PathBuf};
+
+use tessera_core::dicom::ScanReport;
+
+/// A refusal: the command writes nothing, and exits with code 2 like any other refusal.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Refused(#[from] pub tessera_core::io::OutputError);
+
+/// Every file and folder a scan read: the path given and each file found under it.
+pub fn inputs_of(path: &Path, report: &ScanReport) -> Vec<PathBuf> {
+    let mut inputs = vec![path.to_path_buf()];
+    for series in &report.series {
+        inputs.extend(series.files.iter().map(|f| f.path.clone()));
+    }
+    inputs.extend(report.skipped.iter().map(|s| s.path.clone()));
+    inputs
+}
+
+/// Checks each output against `inputs`; the first refusal is the error.
+pub fn check(outputs: &[&Path], inputs: &[PathBuf], force: bool) -> Result<(), Refused> {
+    for output in outputs {
+        tessera_core::io::check_output(output, inputs, force)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! What the fuzz targets run (`fuzz/`, cargo-fuzz on nightly), kept here so that the inputs
+//! a fuzzer once crashed on are replayed by a stable test in CI
+//! (`tests/tests/fuzz_regressions.rs`, inputs in `tests/fuzz-regressions/<target>/`).
+//!
+//! Each body may return any error; it must never panic, abort or hang.
+
+// Test helpers: a broken fixture is a bug in the harness, so failing loudly is right.
+#![allow(clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use tessera_core::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
+use tessera_core::dicom::{self, LoadOptions};
+use tessera_core::volume::SeriesInfo;
+
+/// What a fuzz target runs on one input.
+pub type Body = fn(&[u8]);
+
+/// The fuzz targets, by name (the folders of `tests/fuzz-regressions/` and `fuzz/fuzz_targets/`).
+pub const TARGETS: [(&str, Body); 3] = [
+    ("dicom_series", dicom_series),
+    ("model_card", model_card),
+    ("det_json", det_json),
+];
+
+/// A per-process scratch folder (in memory where the system has one).
+fn scratch(name: &str) -> PathBuf {
+    let base = Path::new("/dev/shm");
+    let base = if base.is_dir() {
+        base.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("tessera-fuzz-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    dir
+}
+
+/// Two valid 16x16 slices at z = 0 and z = 4 mm, written once: the fuzzed file joins them, so
+/// that grouping, sorting, gap handling and decoding all see it.
+fn neighbours() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = scratch("series");
+        let info = SeriesInfo {
+            series_uid: "2.25.77".into(),
+            study_uid: "2.25.78".into(),
+            modality: "CT".into(),
+            ..SeriesInfo::default()
+        };
+        for (k, z) in [(0i16, 0.0), (1, 4.0)] {
+            let stored: Vec<i16> = (0..256).map(|i| i * 3 + k * 50).collect();
+            write_ct_slice(
+                &dir.join(format!("n{k}.dcm")),
+                &CtSlice {
+                    info: &info,
+                    sop_instance_uid: format!("2.25.79{k}"),
+                    frame_of_reference_uid: "2.25.80".into(),
+                    instance_number: i64::from(k) + 1,
+                    position_lps_mm: [0.0, 0.0, z],
+                    orientation: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+                    pixel_spacing_mm: [0.8, 0.8],
+                    slice_thickness_mm: 2.0,
+                    columns: 16,
+                    rows: 16,
+                    stored: &stored,
+                    rescale_slope: 1.0,
+                    rescale_intercept: -1024.0,
+                    image_type: "ORIGINAL\\PRIMARY\\AXIAL",
+                    encoding: PixelEncoding::Native,
+                },
+            )
+            .expect("a neighbour slice");
+        }
+        dir
+    })
+}
+
+/// Bytes -> series -> volume: the fuzzed file beside two valid slices of a series, scanned,
+/// laid out and decoded with and without gaps allowed.
+pub fn dicom_series(data: &[u8]) {
+    let dir = neighbours();
+    let victim = dir.join("victim.dcm");
+    if std::fs::write(&victim, data).is_err() {
+        return;
+    }
+    let Ok(report) = dicom::scan(dir) else {
+        return;
+    };
+    for series in &report.series {
+        for allow_gaps in [false, true] {
+            let options = LoadOptions { allow_gaps };
+            if let Ok(layout) = dicom::layout(series, options) {
+                let _ = dicom::decode(series, &layout);
+            }
+            let _ = dicom::load_series(series, options);
+        }
+    }
+}
+
+/// Bytes -> `model.json` -> a loaded, checked model (its ONNX file is the test model's).
+pub fn model_card(data: &[u8]) {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| scratch("model"));
+    if std::fs::write(dir.join("model.json"), data).is_err() {
+        return;
+    }
+    if let Ok(model) = tessera_core::model::Model::load(dir) {
+        let card = &model.card;
+        let _ = card.grid();
+        let _ = card.receptive_radius();
+    }
+}
+
+/// Bytes -> `det.json` -> a report, compared with itself and written as CSV.
+pub fn det_json(data: &[u8]) {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| scratch("det"));
+    let path = dir.join("det.json");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    if let Ok(report) = tessera_core::report::DetectionReport::read_json(&path) {
+        let _ = tessera_core::parity::compare(&report, &report, Default::default());
+        let _ = report.luna16_csv();
+    }
+}
