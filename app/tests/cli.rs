@@ -778,3 +778,97 @@ fn the_viewer_without_a_display_fails_with_one_clear_line() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// Processes whose command line mentions `needle` (Linux /proc).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(needle) {
+            found.push(text);
+        }
+    }
+    found
+}
+
+#[test]
+fn sigterm_stops_a_sweep_and_its_run_in_flight_and_writes_nothing() {
+    if !runtime_available() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "256x256x96");
+    let out = dir.path().join("sweep-out");
+    // Small windows on one thread: each run lasts seconds.
+    let mut sweep = tessera()
+        .arg("sweep")
+        .arg(&study)
+        .arg("--model")
+        .arg(test_model())
+        .args([
+            "--patches",
+            "24x24x12,32x32x16",
+            "--reference",
+            "48x48x24",
+            "--threads",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(sweep.stderr.take().unwrap());
+    let mut line = String::new();
+    // The second run's child prints its plan: it is running now.
+    let mut seen_second = false;
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if line.starts_with("[2/") {
+            seen_second = true;
+        }
+        if seen_second && line.contains("plan:") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(seen_second, "the sweep never reached its second run");
+    let needle = out.to_string_lossy().into_owned();
+    assert!(
+        processes_mentioning(&needle)
+            .iter()
+            .any(|p| p.contains(" detect ")),
+        "no child run found"
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &sweep.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+        rest
+    });
+    let status = sweep.wait().unwrap();
+    let rest = drain.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(
+        rest.contains("cancelled: the run in flight was stopped"),
+        "{rest}"
+    );
+    let left: Vec<String> = processes_mentioning(&needle)
+        .into_iter()
+        .filter(|p| p.contains(" detect "))
+        .collect();
+    assert!(left.is_empty(), "runs left behind: {left:?}");
+    // Nothing written: no report, no runs, no staging folder.
+    let entries: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(entries.is_empty(), "{entries:?}");
+}

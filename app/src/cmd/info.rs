@@ -97,7 +97,7 @@ pub fn row(series: &SeriesFiles, options: dicom::LoadOptions) -> SeriesRow {
         .collect();
     transfer_syntaxes.sort();
     transfer_syntaxes.dedup();
-    let mut warnings: Vec<String> = series.split_note.iter().cloned().collect();
+    let mut warnings = Vec::new();
     if let Err(e) = dicom::check_transfer_syntaxes(series) {
         warnings.push(format!("cannot decode: {e}"));
     }

@@ -414,7 +414,8 @@ impl TesseraApp {
             .set_file_name(name)
             .save_file()
         {
-            match review::export(record, kind, &path) {
+            let inputs: Vec<PathBuf> = self.study.iter().map(|s| s.source.clone()).collect();
+            match review::export(record, kind, &path, &inputs) {
                 Ok(()) => self.info(format!("saved {}", path.display())),
                 Err(e) => self.error(format!("{e:#}")),
             }

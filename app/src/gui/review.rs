@@ -248,7 +248,15 @@ fn max_mm(size: &[f64; 3]) -> f64 {
 }
 
 /// Writes the run's detections like `tessera detect` does (det.json or the LUNA16 CSV).
-pub fn export(record: &RunRecord, kind: ExportKind, path: &Path) -> anyhow::Result<()> {
+/// Writes the run's detections to `path`, refused when that would write into or over the
+/// study's files (`inputs`).
+pub fn export(
+    record: &RunRecord,
+    kind: ExportKind,
+    path: &Path,
+    inputs: &[PathBuf],
+) -> anyhow::Result<()> {
+    tessera_core::io::check_output(path, inputs, false)?;
     match kind {
         ExportKind::Json => record.report.write_json(path),
         ExportKind::Csv => record.report.write_luna16_csv(path),

@@ -108,7 +108,8 @@ pub fn layout(series: &SeriesFiles, options: LoadOptions) -> Result<SeriesLayout
     let row_dir = scale(row_dir, 1.0 / norm(row_dir));
     let col_dir = scale(col_dir, 1.0 / norm(col_dir));
     let normal = cross(row_dir, col_dir);
-    let mut warnings = Vec::new();
+    // A series UID split by orientation or size: say which part this volume is.
+    let mut warnings: Vec<String> = series.split_note.iter().cloned().collect();
 
     let [spacing_x, spacing_y] = first_frame.pixel_spacing_mm;
     let mut frames = Vec::with_capacity(series.frame_count());
