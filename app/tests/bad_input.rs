@@ -131,6 +131,15 @@ fn check_all(cases: &[Case], inputs: &Path, outputs: &Path) -> Vec<String> {
     failures
 }
 
+/// A temporary root with an empty `in/` for what a case reads and `out/` for what it may write.
+fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let (inputs, outputs) = (root.path().join("in"), root.path().join("out"));
+    std::fs::create_dir_all(&inputs).unwrap();
+    std::fs::create_dir_all(&outputs).unwrap();
+    (root, inputs, outputs)
+}
+
 fn assert_none(failures: &[String]) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -231,10 +240,7 @@ fn broken_model_cards_and_special_files_are_refused_by_name() {
     let Some(sources) = bad_input::source_series() else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let inputs = root.path().join("in");
-    let outputs = root.path().join("out");
-    std::fs::create_dir_all(&outputs).unwrap();
+    let (_root, inputs, outputs) = folders();
     let study = copy_study(&sources, &inputs);
     let det = outputs.join("det.json");
     let card_text = std::fs::read_to_string(test_model().join("model.json")).unwrap();
@@ -398,11 +404,7 @@ fn broken_model_cards_and_special_files_are_refused_by_name() {
 
 #[test]
 fn flags_out_of_range_are_refused_before_anything_runs() {
-    let root = tempfile::tempdir().unwrap();
-    let inputs = root.path().join("in");
-    let outputs = root.path().join("out");
-    std::fs::create_dir_all(&inputs).unwrap();
-    std::fs::create_dir_all(&outputs).unwrap();
+    let (_root, inputs, outputs) = folders();
     let det = outputs.join("det.json");
     let detect = |name: &str, flag: &str, value: &str, must_say: &[&str]| {
         case(
@@ -544,10 +546,7 @@ fn outputs_that_would_touch_the_input_are_refused_and_the_input_stays_unchanged(
     let Some(sources) = bad_input::source_series() else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let inputs = root.path().join("in");
-    let outputs = root.path().join("out");
-    std::fs::create_dir_all(&outputs).unwrap();
+    let (_root, inputs, outputs) = folders();
     let study = copy_study(&sources, &inputs);
     // A DICOM file of the user's outside the study, and a folder of theirs.
     let theirs = inputs.join("theirs");
@@ -652,11 +651,7 @@ fn outputs_that_would_touch_the_input_are_refused_and_the_input_stays_unchanged(
 
 #[test]
 fn broken_result_files_are_refused_by_name() {
-    let root = tempfile::tempdir().unwrap();
-    let inputs = root.path().join("in");
-    let outputs = root.path().join("out");
-    std::fs::create_dir_all(&inputs).unwrap();
-    std::fs::create_dir_all(&outputs).unwrap();
+    let (_root, inputs, outputs) = folders();
     let truncated = inputs.join("truncated.json");
     std::fs::write(
         &truncated,

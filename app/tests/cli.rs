@@ -371,19 +371,7 @@ fn ctrl_c_cancels_within_a_window_and_writes_no_output() {
     }
     assert!(line.contains("plan:"), "no plan line before the run");
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    // Keep draining stderr while waiting: a parent that stops reading a child's progress
-    // lines fills the pipe and blocks the child before it can see the cancel.
-    let reader = std::thread::spawn(move || {
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut rest).map(|_| rest)
-    });
-    let status = child.wait().unwrap();
-    let rest = reader.join().unwrap().unwrap();
+    let (status, rest) = signal_and_wait(child, stderr, "-INT");
     assert_eq!(status.code(), Some(130), "{rest}");
     assert!(rest.contains("cancelled: no output written"), "{rest}");
     assert!(!json.exists());
@@ -396,6 +384,27 @@ fn ctrl_c_cancels_within_a_window_and_writes_no_output() {
         1,
         "only the study folder should remain: {leftovers:?}"
     );
+}
+
+/// Sends `signal` (`-INT`, `-TERM`) to `child` and waits for it, reading the rest of its stderr
+/// meanwhile: a parent that stops reading a child's progress lines fills the pipe and blocks
+/// the child before it can see the signal.
+fn signal_and_wait(
+    mut child: std::process::Child,
+    mut stderr: impl std::io::Read + Send + 'static,
+    signal: &str,
+) -> (std::process::ExitStatus, String) {
+    let killed = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let reader = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).map(|_| rest)
+    });
+    let status = child.wait().unwrap();
+    (status, reader.join().unwrap().unwrap())
 }
 
 fn detect_to(
@@ -844,18 +853,7 @@ fn sigterm_stops_a_sweep_and_its_run_in_flight_and_writes_nothing() {
             .any(|p| p.contains(" detect ")),
         "no child run found"
     );
-    let killed = Command::new("kill")
-        .args(["-TERM", &sweep.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let drain = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
-        rest
-    });
-    let status = sweep.wait().unwrap();
-    let rest = drain.join().unwrap();
+    let (status, rest) = signal_and_wait(sweep, stderr, "-TERM");
     assert_eq!(status.code(), Some(130), "{rest}");
     assert!(
         rest.contains("cancelled: the run in flight was stopped"),

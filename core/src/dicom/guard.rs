@@ -427,9 +427,9 @@ mod tests {
         ds.extend(vec![0xAB; 100]); // garbage after the pixels is never parsed
         let bytes = file(&ds, EXPLICIT);
         let n = bytes.len() as u64;
-        let extent = check(&mut Cursor::new(bytes), n).unwrap();
+        let extent = check(&mut Cursor::new(bytes), n).unwrap(); // ok: test code
         assert_eq!(extent.transfer_syntax_uid, EXPLICIT);
-        let pixels = extent.pixel_data.clone().unwrap();
+        let pixels = extent.pixel_data.clone().unwrap(); // ok: test code
         assert_eq!(pixels.end - pixels.start, 4);
         assert_eq!(extent.data_end, n - 100);
         assert_eq!(extent.header_end, pixels.start - 12);
@@ -440,7 +440,7 @@ mod tests {
         let ds = element(0x7FE0, 0x0010, b"OW", &[1, 2], Some(0xFFFF_FFF0));
         let bytes = file(&ds, EXPLICIT);
         let n = bytes.len() as u64;
-        let err = check(&mut Cursor::new(bytes), n).unwrap_err();
+        let err = check(&mut Cursor::new(bytes), n).unwrap_err(); // ok: test code
         assert!(
             err.contains("declares 4294967280 bytes, but only 2 remain in the file"),
             "{err}"
@@ -456,7 +456,7 @@ mod tests {
         }
         let bytes = file(&ds, EXPLICIT);
         let n = bytes.len() as u64;
-        let err = check(&mut Cursor::new(bytes), n).unwrap_err();
+        let err = check(&mut Cursor::new(bytes), n).unwrap_err(); // ok: test code
         assert!(err.contains("nested deeper"), "{err}");
     }
 }
