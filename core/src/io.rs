@@ -96,7 +96,7 @@ pub enum OutputError {
     NotOurFolder { path: PathBuf, reason: String },
     #[error("two outputs would be the same file {}", path.display())]
     SamePath { path: PathBuf },
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,
         #[source]

@@ -60,7 +60,7 @@ pub struct LidcReads {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LidcError {
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         path: PathBuf,
         #[source]

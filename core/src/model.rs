@@ -213,7 +213,7 @@ pub enum ModelError {
     NoVariant { model: String, precision: Precision },
     #[error("model folder {} has no model.json card: Tessera runs only models with a card", dir.display())]
     NoCard { dir: PathBuf },
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         path: PathBuf,
         #[source]

@@ -145,7 +145,7 @@ impl From<VoxelBox> for ModelBox {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         path: std::path::PathBuf,
         #[source]

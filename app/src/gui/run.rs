@@ -130,7 +130,12 @@ impl RunPanel {
         self.model = self
             .models
             .get(index)
-            .map(|dir| Model::load(dir).map(Arc::new).map_err(|e| e.to_string()));
+            // The whole chain: an I/O error's reason is its source.
+            .map(|dir| {
+                Model::load(dir)
+                    .map(Arc::new)
+                    .map_err(|e| format!("{:#}", anyhow::Error::from(e)))
+            });
         if let Some(Ok(model)) = &self.model {
             self.patch = model.card.recommended_patch;
         }
@@ -232,7 +237,7 @@ impl RunPanel {
                             model_geometry: r.model_geometry.clone(),
                         })
                     })
-                    .map_err(|e| e.to_string());
+                    .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
                 let _ = tx.send(Msg::Done(done));
                 ctx.request_repaint();
             })

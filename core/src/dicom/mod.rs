@@ -40,7 +40,7 @@ use crate::volume::Volume;
 /// Why a file or series could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum DicomError {
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         path: PathBuf,
         #[source]

@@ -53,7 +53,7 @@ pub struct CtSlice<'a> {
 /// Why a file could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Io {
         path: PathBuf,
         #[source]

@@ -86,7 +86,7 @@ pub enum PhantomError {
     },
     #[error(transparent)]
     Write(#[from] crate::dicom::write::WriteError),
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Io {
         path: std::path::PathBuf,
         #[source]
