@@ -299,9 +299,9 @@ pub fn layout(series: &SeriesFiles, options: LoadOptions) -> Result<SeriesLayout
         warnings.push(f.describe());
     }
     if !series.unreadable.is_empty() {
-        let kept = series.unreadable.len() - filled.iter().filter(|f| f.file.is_some()).count();
+        let unplaced = series.unreadable.len() - filled.iter().filter(|f| f.file.is_some()).count();
         warnings.push(format!(
-            "{} unreadable file(s) left out of the series, {kept} of them at no known position: {}",
+            "{} unreadable file(s) left out of the series, {unplaced} of them at no known position: {}",
             series.unreadable.len(),
             series
                 .unreadable
