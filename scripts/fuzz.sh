@@ -42,7 +42,7 @@ for t in "${targets[@]}"; do
   echo "fuzz: [$t] $seconds s" >&2
   log="fuzz/logs/$t.log"
   cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- \
-    -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+    -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=20 \
     -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1
   code=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)

@@ -17,6 +17,12 @@ const ITEM_END: (u16, u16) = (0xFFFE, 0xE00D);
 const SEQUENCE_END: (u16, u16) = (0xFFFE, 0xE0DD);
 const PIXEL_DATA: (u16, u16) = (0x7FE0, 0x0010);
 const TRANSFER_SYNTAX: (u16, u16) = (0x0002, 0x0010);
+/// The VRs with a 2-byte length in explicit VR. Any other, an unknown one too, has 2 reserved
+/// bytes and a 4-byte length: that is how dicom-rs reads it, so the check must too.
+const SHORT_LENGTH_VRS: [&[u8; 2]; 21] = [
+    b"AE", b"AS", b"AT", b"CS", b"DA", b"DS", b"DT", b"FL", b"FD", b"IS", b"LO", b"LT", b"PN",
+    b"SH", b"SL", b"SS", b"ST", b"TM", b"UI", b"UL", b"US",
+];
 
 /// Where the parts of a checked file lie, in bytes from its start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,30 +208,15 @@ impl<R: Read + Seek> Walker<'_, R> {
         let is_delimiter = tag.0 == 0xFFFE;
         let (vr, length, value_start) = if explicit && !is_delimiter {
             let vr = [head[4], head[5]];
-            if matches!(
-                &vr,
-                b"OB"
-                    | b"OD"
-                    | b"OF"
-                    | b"OL"
-                    | b"OV"
-                    | b"OW"
-                    | b"SQ"
-                    | b"UC"
-                    | b"UN"
-                    | b"UR"
-                    | b"UT"
-                    | b"SV"
-                    | b"UV"
-            ) {
-                let len = self.read::<4>(at + 8, end)?;
-                (Some(vr), self.u32(len, big), at + 12)
-            } else {
+            if SHORT_LENGTH_VRS.contains(&&vr) {
                 (
                     Some(vr),
                     u32::from(self.u16([head[6], head[7]], big)),
                     at + 8,
                 )
+            } else {
+                let len = self.read::<4>(at + 8, end)?;
+                (Some(vr), self.u32(len, big), at + 12)
             }
         } else {
             (
@@ -458,5 +449,18 @@ mod tests {
         let n = bytes.len() as u64;
         let err = check(&mut Cursor::new(bytes), n).unwrap_err(); // ok: test code
         assert!(err.contains("nested deeper"), "{err}");
+    }
+
+    /// Found by the fuzzer: dicom-rs reads an unknown VR with a 4-byte length, so a 2-byte
+    /// reading let 850 MB be allocated for a 64 KB file.
+    #[test]
+    fn an_unknown_vr_has_a_four_byte_length() {
+        let mut ds = vec![0x08, 0x00, 0x18, 0x00, b'U', 0xBF, 44, 0];
+        ds.extend_from_slice(b"2.25.1234567890"); // read as the length 0x35322E32
+        ds.extend(vec![b'1'; 40]);
+        let bytes = file(&ds, EXPLICIT);
+        let n = bytes.len() as u64;
+        let err = check(&mut Cursor::new(bytes), n).unwrap_err(); // ok: test code
+        assert!(err.contains("declares 892481074 bytes"), "{err}");
     }
 }
