@@ -526,6 +526,12 @@ fn flags_out_of_range_are_refused_before_anything_runs() {
             &["is not a noise level from 0 to 1000 HU"],
         ),
         case(
+            "parity --score-tol NaN",
+            os(&[&"parity", &"a.json", &"b.json", &"--score-tol", &"NaN"]),
+            2,
+            &["score NaN must be a number from 0 to 1"],
+        ),
+        case(
             "sweep --box-tol-voxels -1",
             os(&[
                 &"sweep",

@@ -67,6 +67,14 @@ pub fn score(text: &str) -> Result<f32, String> {
     }
 }
 
+/// A finite number, 0 or more (tolerances).
+pub fn non_negative(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{text}' is not a finite number of 0 or more")),
+    }
+}
+
 /// `--threads`: 1 to 1024.
 pub fn threads(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {

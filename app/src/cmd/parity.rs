@@ -19,10 +19,10 @@ pub struct ParityArgs {
     #[arg(value_name = "B.json")]
     pub b: PathBuf,
     /// Largest score difference of a matched pair.
-    #[arg(long, default_value_t = 1e-4, value_name = "SCORE")]
+    #[arg(long, default_value_t = 1e-4, value_name = "SCORE", value_parser = super::flags::score)]
     pub score_tol: f32,
     /// Largest difference of any box face, in voxels of the model grid.
-    #[arg(long, default_value_t = 0.5, value_name = "VOXELS")]
+    #[arg(long, default_value_t = 0.5, value_name = "VOXELS", value_parser = super::flags::non_negative)]
     pub box_tol_voxels: f64,
     /// Print JSON instead of Markdown.
     #[arg(long)]

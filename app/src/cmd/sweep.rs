@@ -67,7 +67,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 1e-4, value_name = "SCORE", value_parser = super::flags::score)]
     pub score_tol: f32,
     /// Largest difference of any box face for "match", in voxels of the model grid (0 or more).
-    #[arg(long, default_value_t = 0.5, value_name = "VOXELS", value_parser = non_negative)]
+    #[arg(long, default_value_t = 0.5, value_name = "VOXELS", value_parser = super::flags::non_negative)]
     pub box_tol_voxels: f64,
     /// Folder for report.md, sweep.csv, memory.svg/.png, memory_model.json and runs/.
     #[arg(long, value_name = "DIR")]
@@ -146,14 +146,6 @@ fn config(args: &SweepArgs, patch: [usize; 3]) -> DetectConfig {
         ort_lib: None,
         precision: Precision::Fp32,
         memory_model: None,
-    }
-}
-
-/// A finite number, 0 or more.
-fn non_negative(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("'{text}' is not a finite number of 0 or more")),
     }
 }
 
