@@ -121,10 +121,8 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     let outputs: Vec<&std::path::Path> = std::iter::once(args.out.as_path())
         .chain(args.csv.as_deref())
         .collect();
-    if let Err(refused) = outputs::check(&outputs, &outputs::inputs_of(&path, &scan), args.force) {
-        eprintln!("error: {refused}");
-        return Ok(ExitCode::from(EXIT_REFUSED));
-    }
+    // A refusal exits 2, like a refused plan (main maps it).
+    outputs::check(&outputs, &outputs::inputs_of(&path, &scan), args.force)?;
     for warning in &volume.warnings {
         eprintln!("warning: {warning}");
     }
