@@ -6,12 +6,14 @@
 # used: -max_len). Corpora, logs and crash inputs stay in fuzz/ (ignored by git); a crash found
 # here becomes a file in tests/fuzz-regressions/<target>/, which CI replays on stable.
 #
-#   ./scripts/fuzz.sh 1200     # 20 minutes per target
+#   ./scripts/fuzz.sh 1200                  # 20 minutes per target
+#   ./scripts/fuzz.sh 1200 dicom_series     # one target
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 seconds="${1:-60}"
 targets=(dicom_series model_card det_json)
+[ $# -gt 1 ] && targets=("${@:2}")
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
   echo "fuzz: needs a nightly toolchain: rustup toolchain install nightly" >&2
