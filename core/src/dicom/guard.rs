@@ -137,6 +137,31 @@ fn check_deflated<R: Read + Seek>(
     })
 }
 
+/// Bytes per value of a VR with fixed-size values. A length that is not a multiple of it
+/// desynchronises dicom-rs (it reads the whole values and leaves the rest to be read as the
+/// next element's header), so such an element is refused rather than walked differently.
+fn value_unit(vr: &[u8; 2]) -> u64 {
+    match vr {
+        b"SS" | b"US" | b"OW" => 2,
+        b"SL" | b"UL" | b"FL" | b"AT" | b"OL" | b"OF" => 4,
+        b"FD" | b"OD" | b"OV" | b"SV" | b"UV" => 8,
+        _ => 1,
+    }
+}
+
+/// The value size dicom-rs assumes in implicit VR: the dictionary's VR for the tag.
+fn implicit_value_unit(tag: (u16, u16)) -> u64 {
+    use dicom_core::dictionary::{DataDictionary as _, DataDictionaryEntry as _, VirtualVr};
+    match dicom_dictionary_std::StandardDataDictionary
+        .by_tag(dicom_core::Tag(tag.0, tag.1))
+        .map(|entry| entry.vr())
+    {
+        Some(VirtualVr::Exact(vr)) => value_unit(&vr.to_bytes()),
+        Some(VirtualVr::Xs | VirtualVr::Lt) => 2,
+        _ => 1,
+    }
+}
+
 struct Walker<'a, R> {
     source: &'a mut R,
     file_bytes: u64,
@@ -227,6 +252,17 @@ impl<R: Read + Seek> Walker<'_, R> {
         };
         if tag == PIXEL_DATA && depth == 0 {
             self.header_end = Some(at);
+        }
+        let unit = match vr {
+            Some(vr) => value_unit(&vr),
+            None if is_delimiter => 1,
+            None => implicit_value_unit(tag),
+        };
+        if length != UNDEFINED && u64::from(length) % unit != 0 {
+            return Err(format!(
+                "element ({:04X},{:04X}) at byte {at} has {length} bytes, not a whole number of {unit}-byte values",
+                tag.0, tag.1
+            ));
         }
         if length == UNDEFINED {
             if depth >= MAX_DEPTH {
@@ -462,5 +498,22 @@ mod tests {
         let n = bytes.len() as u64;
         let err = check(&mut Cursor::new(bytes), n).unwrap_err(); // ok: test code
         assert!(err.contains("declares 892481074 bytes"), "{err}");
+    }
+
+    /// Found by the fuzzer: an SL of 2 bytes is read by dicom-rs as no value, and the 2 bytes
+    /// left over become the start of the next element, which then declared 4 GB.
+    #[test]
+    fn a_length_that_is_not_whole_values_is_refused() {
+        let mut ds = element(0x0028, 0x0103, b"SL", &[1, 0], None);
+        ds.extend(element(0x7FE0, 0x0010, b"OW", &[1, 2, 3, 4], None));
+        let bytes = file(&ds, EXPLICIT);
+        let n = bytes.len() as u64;
+        let err = check(&mut Cursor::new(bytes), n).unwrap_err(); // ok: test code
+        assert!(
+            err.contains(
+                "(0028,0103) at byte 160 has 2 bytes, not a whole number of 4-byte values"
+            ),
+            "{err}"
+        );
     }
 }
