@@ -115,7 +115,7 @@ pub fn check_output(path: &Path, inputs: &[PathBuf], force: bool) -> Result<(), 
     {
         return Err(OutputError::NotAFile {
             path: path.to_path_buf(),
-            kind: crate::dicom::file_kind(&meta),
+            kind: file_kind(&meta),
         });
     }
     let target = absolute(path);
@@ -166,18 +166,42 @@ fn absolute(path: &Path) -> PathBuf {
     }
 }
 
-/// Reads a whole regular file. A FIFO, device or folder is refused by kind instead of read
-/// (reading a FIFO would wait forever for a writer).
-pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+/// Opens `path` for reading when it is a regular file, with its size. A FIFO, device or
+/// folder is refused by kind (`ErrorKind::InvalidInput`) instead of opened: reading a FIFO
+/// would wait forever for a writer.
+pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!(
-                "it is {}, not a regular file",
-                crate::dicom::file_kind(&meta)
-            ),
+            format!("it is {}, not a regular file", file_kind(&meta)),
         ));
     }
-    std::fs::read(path)
+    Ok((std::fs::File::open(path)?, meta.len()))
+}
+
+/// Reads a whole regular file (see [`open_regular`]).
+pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, bytes) = open_regular(path)?;
+    let mut out = Vec::with_capacity(usize::try_from(bytes).unwrap_or(0));
+    file.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// What a path that is not a regular file is, in words.
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }

@@ -235,14 +235,7 @@ impl DetectionReport {
 
     /// Writes `det.json` atomically.
     pub fn write_json(&self, path: &Path) -> Result<(), ReportError> {
-        let write_error = |source| ReportError::Write {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut bytes =
-            serde_json::to_vec_pretty(self).map_err(|e| write_error(std::io::Error::other(e)))?;
-        bytes.push(b'\n');
-        crate::io::write_atomic(path, &bytes).map_err(write_error)
+        self.write_files(path, None)
     }
 
     /// Reads a `det.json`, checking its schema.

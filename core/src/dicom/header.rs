@@ -103,33 +103,12 @@ pub enum HeaderOutcome {
     Unreadable(Unreadable),
 }
 
-/// Opens `path` as a regular file (not a FIFO, device or folder) and checks its element
+/// Opens `path` as a regular file (see [`crate::io::open_regular`]) and checks its element
 /// structure against its size (see [`guard`](super::guard)).
 pub(crate) fn open_checked(path: &Path) -> Result<(std::fs::File, Extent), String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err(format!("is {}, not a regular file", file_kind(&meta)));
-    }
-    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let extent = super::guard::check(&mut file, meta.len())?;
+    let (mut file, bytes) = crate::io::open_regular(path).map_err(|e| e.to_string())?;
+    let extent = super::guard::check(&mut file, bytes)?;
     Ok((file, extent))
-}
-
-/// What a path that is not a regular file is, in words.
-pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = meta.file_type();
-    if kind.is_dir() {
-        "a folder"
-    } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
 }
 
 /// Reads `range` of `file` into memory (the range was checked against the file's size).
@@ -147,26 +126,34 @@ pub(crate) fn read_range(
     Ok(bytes)
 }
 
-/// Reads the header of `path` (never its pixel data).
+/// Reads the header of `path` (never its pixel data). The file is opened once: marker,
+/// structure check and header all read through the same handle.
 pub fn read_header(path: &Path) -> HeaderOutcome {
-    match has_dicom_magic(path) {
+    let unreadable = |reason: String| HeaderOutcome::Unreadable(Unreadable::new(reason));
+    let (mut file, file_bytes) = match crate::io::open_regular(path) {
+        Ok(opened) => opened,
+        // Not a regular file (a FIFO, a socket): not a DICOM file, listed by kind.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(e.to_string()));
+        }
+        Err(e) => return unreadable(e.to_string()),
+    };
+    match has_dicom_magic(&mut file) {
         Ok(true) => {}
         Ok(false) => {
-            let reason = match std::fs::metadata(path) {
-                Ok(meta) if !meta.is_file() => format!("{}, not a regular file", file_kind(&meta)),
-                _ => "no DICM marker at byte 128 (not a DICOM Part 10 file)".into(),
-            };
-            return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(reason));
+            return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(
+                "no DICM marker at byte 128 (not a DICOM Part 10 file)".into(),
+            ));
         }
-        Err(reason) => return HeaderOutcome::Unreadable(Unreadable::new(reason)),
+        Err(reason) => return unreadable(reason),
     }
-    let (mut file, extent) = match open_checked(path) {
-        Ok(found) => found,
-        Err(reason) => return HeaderOutcome::Unreadable(Unreadable::new(reason)),
+    let extent = match super::guard::check(&mut file, file_bytes) {
+        Ok(extent) => extent,
+        Err(reason) => return unreadable(reason),
     };
     let bytes = match read_range(&mut file, 0..extent.header_end) {
         Ok(bytes) => bytes,
-        Err(reason) => return HeaderOutcome::Unreadable(Unreadable::new(reason)),
+        Err(reason) => return unreadable(reason),
     };
     let obj = match OpenFileOptions::new()
         .read_preamble(ReadPreamble::Always)
@@ -174,23 +161,20 @@ pub fn read_header(path: &Path) -> HeaderOutcome {
         .from_reader(bytes.as_slice())
     {
         Ok(obj) => obj,
-        Err(e) => return HeaderOutcome::Unreadable(Unreadable::new(e.to_string())),
+        Err(e) => return unreadable(e.to_string()),
     };
     header_from_object(path, &obj, &extent)
 }
 
 /// Whether `path` is a regular file with a DICOM Part 10 marker (false for anything else).
 pub fn is_dicom_file(path: &Path) -> bool {
-    matches!(has_dicom_magic(path), Ok(true))
+    crate::io::open_regular(path)
+        .is_ok_and(|(mut file, _)| matches!(has_dicom_magic(&mut file), Ok(true)))
 }
 
-fn has_dicom_magic(path: &Path) -> Result<bool, String> {
+/// Whether `file` (from its start) has the 128-byte preamble and `DICM`.
+fn has_dicom_magic(file: &mut std::fs::File) -> Result<bool, String> {
     use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Ok(false);
-    }
-    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut head = [0u8; 132];
     let mut filled = 0;
     while filled < head.len() {

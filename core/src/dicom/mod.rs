@@ -27,9 +27,9 @@ pub mod write;
 use std::path::PathBuf;
 
 pub use decode::{check_transfer_syntaxes, decode};
+pub use header::is_dicom_file;
 pub use header::{FileHeader, FrameHeader};
 pub use header::{MAX_FRAMES, MAX_POSITION_MM, MAX_SIDE, MAX_SPACING_MM, MIN_SPACING_MM};
-pub use header::{file_kind, is_dicom_file};
 pub use layout::{
     FilledSlice, FrameRef, LoadOptions, SeriesLayout, SliceSource, layout, series_name,
 };

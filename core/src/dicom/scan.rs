@@ -11,8 +11,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::DicomError;
-use super::header::{FileHeader, HeaderOutcome, NotAnImage, file_kind, read_header};
+use super::header::{FileHeader, HeaderOutcome, NotAnImage, read_header};
 use crate::geometry::Vec3;
+use crate::io::file_kind;
 
 /// Orientation cosines closer than this belong to the same stack.
 const ORIENTATION_TOLERANCE: f64 = 1e-3;
