@@ -18,6 +18,10 @@ use tessera_core::{Geometry, Volume};
 
 use super::{Message, Review, Study};
 
+/// How long the viewer waits after a run's event before drawing it, so that events that come
+/// together share one frame.
+const EVENT_FRAME_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// A finished run, kept for review and comparison.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
@@ -90,7 +94,13 @@ pub struct RunPanel {
     /// windows use it.
     model_grid: Option<Geometry>,
     volume: Option<Arc<Volume>>,
+    /// The last plan preview and what it was made from: planning reads the process's memory
+    /// and runs every frame otherwise, also during a run (when the baseline includes the run).
+    preview: Option<(PreviewKey, Option<Result<TilePlan, PlanError>>)>,
 }
+
+/// Everything a plan preview depends on.
+type PreviewKey = (TileSpec, Device, usize, Option<[usize; 3]>);
 
 impl RunPanel {
     pub fn new(ort_lib: Option<PathBuf>) -> Self {
@@ -115,6 +125,7 @@ impl RunPanel {
             runs: Vec::new(),
             model_grid: None,
             volume: None,
+            preview: None,
         };
         panel.select_model(model_index);
         panel
@@ -148,6 +159,7 @@ impl RunPanel {
     }
 
     fn update_model_grid(&mut self) {
+        self.preview = None;
         self.model_grid = match (&self.model, &self.volume) {
             (Some(Ok(model)), Some(volume)) => {
                 Some(pipeline::model_geometry(&volume.geometry, model))
@@ -193,6 +205,20 @@ impl RunPanel {
         Some(pipeline::plan_for(size, model, &self.config(), baseline))
     }
 
+    /// [`Self::plan`], made again only when a setting, the model or the study changed.
+    fn preview(&mut self) -> Option<Result<TilePlan, PlanError>> {
+        let key = (
+            self.config().tile,
+            self.device,
+            self.model_index,
+            self.model_grid.as_ref().map(|g| g.size),
+        );
+        if self.preview.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.preview = Some((key, self.plan()));
+        }
+        self.preview.as_ref().and_then(|(_, plan)| plan.clone())
+    }
+
     /// Starts the pipeline on the `tessera-detect` thread. Refused plans never start.
     pub fn start(&mut self, ctx: &egui::Context) -> Result<(), String> {
         if self.job.is_some() {
@@ -226,7 +252,9 @@ impl RunPanel {
                 let result = pipeline::detect(&volume, &model, &config, &worker_cancel, &mut |e| {
                     // The window may have closed: nobody to tell.
                     let _ = events.send(Msg::Event(Box::new(e.clone())));
-                    ctx.request_repaint();
+                    // One frame for events that come together (a window finished, the next
+                    // started): on a software renderer each frame costs inference time.
+                    ctx.request_repaint_after(EVENT_FRAME_DELAY);
                 });
                 let done = result
                     .map(|r| {
@@ -324,7 +352,7 @@ impl RunPanel {
         ui.heading("Detector");
         let running = self.job.is_some();
         ui.add_enabled_ui(!running, |ui| self.settings_ui(ui));
-        let plan = self.plan();
+        let plan = self.preview();
         match &plan {
             Some(Ok(p)) => {
                 ui.label(format!(
@@ -438,7 +466,9 @@ impl RunPanel {
                 self.budget_gib = Some(gib);
                 if ui
                     .button("Choose patch")
-                    .on_hover_text("The best patch that fits, full axial context first")
+                    .on_hover_text(
+                        "The fastest patch that fits: for halo, the exact plan with the least work; when blending, full axial context as deep as fits",
+                    )
                     .clicked()
                 {
                     self.choose_for_budget();
@@ -520,9 +550,9 @@ fn progress_ui(ui: &mut Ui, job: &RunJob, budget: Option<u64>, device: &Device) 
         0.0
     };
     let text = match job.rescoring {
-        Some(n) => format!("rescoring {n} candidates, {elapsed:.1} s"),
+        Some(n) => format!("rescoring {n} candidates, {elapsed:.0} s"),
         None => format!(
-            "window {} of {total}, {elapsed:.1} s, {remaining}",
+            "window {} of {total}, {elapsed:.0} s, {remaining}",
             (done + 1).min(total.max(1))
         ),
     };
