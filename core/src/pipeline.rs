@@ -53,6 +53,31 @@ pub struct DetectConfig {
     pub memory_model: Option<MemoryModel>,
 }
 
+impl DetectConfig {
+    /// What `tessera detect` and the viewer run without options: the card's recommended
+    /// patch, exact (halo) tiling, on the CPU with every core, the rescoring stage on.
+    pub fn defaults_for(model: &Model) -> Self {
+        Self {
+            tile: TileSpec {
+                patch: model.card.recommended_patch,
+                overlap: 0.25,
+                blend: crate::plan::BlendMode::Halo,
+                allow_single_pass: false,
+                memory_budget_bytes: None,
+            },
+            device: Device::Cpu,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            allocator: CpuAllocator::default(),
+            score_threshold: None,
+            rescore: true,
+            nms_iou: DEFAULT_NMS_IOU,
+            precision: Precision::Fp32,
+            ort_lib: None,
+            memory_model: None,
+        }
+    }
+}
+
 fn enabled() -> bool {
     true
 }
@@ -269,7 +294,13 @@ pub fn patch_for_budget(
         baseline_bytes: baseline_estimate_bytes(geometry, model, config.device),
     };
     let size = model_geometry(geometry, model).size;
-    let patch = crate::plan::choose_patch(size, model.card.grid(), &forecast, budget_bytes)?;
+    let patch = crate::plan::choose_patch(
+        size,
+        model.card.grid(),
+        &forecast,
+        budget_bytes,
+        config.tile.blend,
+    )?;
     Ok((patch, forecast))
 }
 

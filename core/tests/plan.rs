@@ -298,14 +298,11 @@ fn the_forecast_adds_what_the_process_holds_already() {
     // The baseline also shrinks what the budget leaves for the windows.
     use tessera_core::plan::choose_patch;
     let budget = parse_bytes("16GB").unwrap();
-    let without = choose_patch([512, 512, 300], GRID, &forecast(0.2e9, 620.0, 0), budget).unwrap();
-    let with = choose_patch(
-        [512, 512, 300],
-        GRID,
-        &forecast(0.2e9, 620.0, 2_000_000_000),
-        budget,
-    )
-    .unwrap();
+    let chosen = |baseline_bytes| {
+        let memory = forecast(0.2e9, 620.0, baseline_bytes);
+        choose_patch([512, 512, 300], GRID, &memory, budget, BlendMode::Constant).unwrap()
+    };
+    let (without, with) = (chosen(0), chosen(2_000_000_000));
     assert!(with[2] < without[2], "{with:?} vs {without:?}");
 }
 
@@ -336,8 +333,11 @@ fn forecast(fixed_bytes: f64, bytes_per_voxel: f64, baseline_bytes: u64) -> Memo
 }
 
 #[test]
-fn the_budget_picks_full_axial_context_as_deep_as_fits() {
+fn the_budget_picks_full_axial_context_as_deep_as_fits_when_blending() {
     use tessera_core::plan::choose_patch;
+    let choose_patch = |volume, grid, memory, budget| {
+        choose_patch(volume, grid, memory, budget, BlendMode::Gaussian)
+    };
     // The seed's numbers, roughly: 10.6 GB at 512x512x64, 44 GB at 512x512x192.
     let memory = forecast(0.2e9, 620.0, 0);
     let budget = parse_bytes("16GB").unwrap();
@@ -390,4 +390,118 @@ fn the_shipped_cards_bound_their_own_calibration_runs() {
         }
     }
     assert!(checked >= 1, "no shipped card records a memory calibration");
+}
+
+fn processed_voxels(plan: &TilePlan) -> usize {
+    plan.windows.iter().map(|w| w.voxels()).sum()
+}
+
+/// In halo mode the budget buys the exact plan with the least work: no stride-aligned patch
+/// that fits processes fewer voxels (checked by trying them all), and no axis of the chosen
+/// patch can shrink by a stride without adding windows.
+#[test]
+fn the_budget_picks_the_exact_plan_with_the_least_work_in_halo_mode() {
+    use tessera_core::plan::choose_patch;
+    let volume = [100, 90, 70];
+    let memory = forecast(1e6, 100.0, 0);
+    let usable = |budget: u64| budget as f64 * 0.9;
+    for budget in [40e6 as u64, 60e6 as u64, 120e6 as u64] {
+        let chosen = choose_patch(volume, GRID, &memory, budget, BlendMode::Halo).unwrap();
+        let plan = TilePlan::new(volume, GRID, &spec(chosen, BlendMode::Halo), None).unwrap();
+        assert!(memory.peak_bytes(plan.windows[0].voxels()) as f64 <= usable(budget));
+        let work = (processed_voxels(&plan), plan.windows.len());
+        let mut tried = 0;
+        for x in (2..=100).step_by(2) {
+            for y in (2..=90).step_by(2) {
+                for z in (2..=70).step_by(2) {
+                    let patch = [x, y, z];
+                    if memory.peak_bytes(x * y * z) as f64 > usable(budget) {
+                        continue;
+                    }
+                    let Ok(other) =
+                        TilePlan::new(volume, GRID, &spec(patch, BlendMode::Halo), None)
+                    else {
+                        continue;
+                    };
+                    tried += 1;
+                    let other_work = (processed_voxels(&other), other.windows.len());
+                    assert!(
+                        work <= other_work,
+                        "budget {budget}: {chosen:?} does {work:?}, {patch:?} only {other_work:?}"
+                    );
+                }
+            }
+        }
+        assert!(tried > 100, "budget {budget}: only {tried} patches fit");
+        for a in 0..3 {
+            let mut smaller = chosen;
+            smaller[a] -= GRID.stride;
+            if let Ok(p) = TilePlan::new(volume, GRID, &spec(smaller, BlendMode::Halo), None) {
+                assert!(
+                    p.windows.len() > plan.windows.len(),
+                    "budget {budget}: {chosen:?} wastes voxels along axis {a}"
+                );
+            }
+        }
+    }
+}
+
+/// The case: a LIDC-sized model grid (279x279x261 at stride 4, receptive radius 18)
+/// and a budget that fits 288x288x64 windows. Full x/y with 64 slices leaves cores of 24;
+/// the chooser's exact plan does at most 1.3x the work of constant blending at 288x288x64.
+#[test]
+fn at_a_shallow_budget_the_exact_plan_costs_at_most_a_third_more_than_blending() {
+    use tessera_core::plan::choose_patch;
+    let grid = ModelGrid {
+        stride: 4,
+        receptive_radius: 18,
+    };
+    let volume = [279, 279, 261];
+    let memory = forecast(110e6, 285.0, 0);
+    let shallow = [288, 288, 64];
+    let budget = (memory.peak_bytes(288 * 288 * 64) as f64 / 0.9).ceil() as u64;
+    let chosen = choose_patch(volume, grid, &memory, budget, BlendMode::Halo).unwrap();
+    let plan = |patch, blend| TilePlan::new(volume, grid, &spec(patch, blend), None).unwrap();
+    let exact = processed_voxels(&plan(chosen, BlendMode::Halo));
+    let constant = processed_voxels(&plan(shallow, BlendMode::Constant));
+    let full_axial = processed_voxels(&plan([280, 280, 64], BlendMode::Halo));
+    assert!(
+        exact as f64 <= 1.3 * constant as f64,
+        "{chosen:?}: {exact} voxels against {constant} for constant 288x288x64"
+    );
+    assert!(
+        (full_axial as f64) > 1.5 * constant as f64,
+        "{full_axial} {constant}"
+    );
+}
+
+/// The halo is paid once per seam and never at the volume's edges: along each axis, the
+/// windows' lengths add up to the padded volume plus twice the halo per seam.
+#[test]
+fn each_halo_seam_costs_twice_the_halo_and_volume_edges_cost_nothing() {
+    let mut checked = 0;
+    for (volume, patch, blend) in cases() {
+        if blend != BlendMode::Halo {
+            continue;
+        }
+        let Ok(plan) = TilePlan::new(volume, GRID, &spec(patch, blend), None) else {
+            continue;
+        };
+        for a in 0..3 {
+            let mut spans: Vec<(usize, usize)> =
+                plan.windows.iter().map(|w| (w.min[a], w.max[a])).collect();
+            spans.sort_unstable();
+            spans.dedup();
+            let length: usize = spans.iter().map(|(lo, hi)| hi - lo).sum();
+            let seams = spans.len() - 1;
+            assert_eq!(
+                length,
+                plan.padded_size[a] + 2 * plan.halo[a] * seams,
+                "{volume:?} {patch:?} axis {a}"
+            );
+            assert_eq!(spans[0].0, 0);
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "{checked}");
 }
