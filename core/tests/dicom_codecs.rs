@@ -117,25 +117,41 @@ fn rle_lossless_decodes_to_the_stored_values() {
     assert_eq!(loaded_values(dir.path()), expected_volume());
 }
 
+/// Writes the native series into `dir`, re-encoded in the transfer syntax `uid`, and checks
+/// that the scan sees that syntax.
+fn write_series_as(dir: &std::path::Path, uid: &str) {
+    write_series(dir, |_| PixelEncoding::Native);
+    let syntax = TransferSyntaxRegistry.get(uid).unwrap();
+    for k in 0..3 {
+        let path = dir.join(format!("s{k}.dcm"));
+        let mut obj = open_file(&path).unwrap();
+        obj.update_meta(|meta| meta.set_transfer_syntax(syntax));
+        obj.write_to_file(&path).unwrap();
+    }
+    let report = dicom::scan(dir).unwrap();
+    assert_eq!(report.series[0].first().transfer_syntax_uid, uid);
+}
+
 #[test]
 fn deflated_explicit_little_endian_decodes() {
     let dir = tempfile::tempdir().unwrap();
-    write_series(dir.path(), |_| PixelEncoding::Native);
-    let deflate = TransferSyntaxRegistry
-        .get(uids::DEFLATED_EXPLICIT_VR_LITTLE_ENDIAN)
-        .unwrap();
-    for k in 0..3 {
-        let path = dir.path().join(format!("s{k}.dcm"));
-        let mut obj = open_file(&path).unwrap();
-        obj.update_meta(|meta| meta.set_transfer_syntax(deflate));
-        obj.write_to_file(&path).unwrap();
-    }
-    let report = dicom::scan(dir.path()).unwrap();
-    assert_eq!(
-        report.series[0].first().transfer_syntax_uid,
-        uids::DEFLATED_EXPLICIT_VR_LITTLE_ENDIAN
-    );
+    write_series_as(dir.path(), uids::DEFLATED_EXPLICIT_VR_LITTLE_ENDIAN);
     assert_eq!(loaded_values(dir.path()), expected_volume());
+}
+
+/// Native pixels: little endian is read straight from the file, big endian through dicom-rs;
+/// each gives the stored values.
+#[test]
+fn native_syntaxes_decode_to_the_stored_values() {
+    for uid in [
+        uids::EXPLICIT_VR_LITTLE_ENDIAN,
+        uids::IMPLICIT_VR_LITTLE_ENDIAN,
+        "1.2.840.10008.1.2.2", // explicit VR big endian (retired, still found in archives)
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write_series_as(dir.path(), uid);
+        assert_eq!(loaded_values(dir.path()), expected_volume(), "{uid}");
+    }
 }
 
 /// JPEG 2000 (lossless) through the pure-Rust openjp2 decoder, from a committed codestream.

@@ -203,26 +203,79 @@ fn decode_file(
     // Only the bytes up to the end of the pixel data, checked against the file's size: no
     // declared length is allocated before it is known to be there, and a tail is never parsed.
     let (mut handle, extent) = super::header::open_checked(path).map_err(&fail)?;
+    let parse_error = |e: dicom_object::ReadError| DicomError::Parse {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    // Native little-endian pixels are the file's bytes: dicom-rs reads the header, the pixels
+    // go from the file to one buffer (no parsed copy, no decoded copy).
+    if let Some(pixel_range) = extent.pixel_data.clone()
+        && NATIVE_LITTLE_ENDIAN.contains(&extent.transfer_syntax_uid.as_str())
+    {
+        let header = super::header::read_range(&mut handle, 0..extent.header_end).map_err(&fail)?;
+        let obj = OpenFileOptions::new()
+            .read_preamble(ReadPreamble::Always)
+            .read_until(tags::PIXEL_DATA)
+            .from_reader(header.as_slice())
+            .map_err(parse_error)?;
+        if let Some(format) = SampleFormat::of_header(&obj).map_err(&fail)? {
+            let bytes = super::header::read_range(&mut handle, pixel_range).map_err(&fail)?;
+            let frame_bytes = frame_len * format.bytes_per_sample;
+            return convert_frames(file, frames, frame_len, &format, &fail, |frame| {
+                let start = frame as usize * frame_bytes;
+                Ok(bytes.get(start..).unwrap_or_default())
+            });
+        }
+    }
     let bytes = super::header::read_range(&mut handle, 0..extent.data_end).map_err(&fail)?;
     let obj = OpenFileOptions::new()
         .read_preamble(ReadPreamble::Always)
         .from_reader(bytes.as_slice())
-        .map_err(|e| DicomError::Parse {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+        .map_err(parse_error)?;
     if obj.get(tags::PIXEL_DATA).is_none() {
         return Err(fail("no PixelData (the file may be truncated)".into()));
     }
     let pixels = obj.decode_pixel_data().map_err(|e| fail(e.to_string()))?;
-    if pixels.samples_per_pixel() != 1 || !pixels.photometric_interpretation().is_monochrome() {
-        return Err(fail(format!(
-            "not a grayscale image ({} samples per pixel, {})",
-            pixels.samples_per_pixel(),
-            pixels.photometric_interpretation()
-        )));
-    }
+    check_grayscale(
+        u32::from(pixels.samples_per_pixel()),
+        pixels.photometric_interpretation().as_ref(),
+        pixels.photometric_interpretation().is_monochrome(),
+    )
+    .map_err(&fail)?;
     let format = SampleFormat::of(&pixels).map_err(&fail)?;
+    convert_frames(file, frames, frame_len, &format, &fail, |frame| {
+        pixels.frame_data(frame).map_err(|e| fail(e.to_string()))
+    })
+}
+
+/// Transfer syntaxes whose pixel data is stored as is, little endian.
+const NATIVE_LITTLE_ENDIAN: [&str; 2] = [
+    dicom_dictionary_std::uids::EXPLICIT_VR_LITTLE_ENDIAN,
+    dicom_dictionary_std::uids::IMPLICIT_VR_LITTLE_ENDIAN,
+];
+
+fn check_grayscale(
+    samples_per_pixel: u32,
+    photometric: &str,
+    monochrome: bool,
+) -> Result<(), String> {
+    if samples_per_pixel != 1 || !monochrome {
+        return Err(format!(
+            "not a grayscale image ({samples_per_pixel} samples per pixel, {photometric})"
+        ));
+    }
+    Ok(())
+}
+
+/// Each wanted frame of `file` in HU, from its stored bytes (`frame_bytes` gives them).
+fn convert_frames<'b>(
+    file: &FileHeader,
+    frames: &[u32],
+    frame_len: usize,
+    format: &SampleFormat,
+    fail: &impl Fn(String) -> DicomError,
+    mut frame_bytes: impl FnMut(u32) -> Result<&'b [u8], DicomError>,
+) -> Result<Vec<(u32, Frame)>, DicomError> {
     frames
         .iter()
         .map(|&frame| {
@@ -231,7 +284,7 @@ fn decode_file(
                 .iter()
                 .find(|f| f.frame == frame)
                 .map_or((1.0, 0.0), |f| (f.rescale_slope, f.rescale_intercept));
-            let bytes = pixels.frame_data(frame).map_err(|e| fail(e.to_string()))?;
+            let bytes = frame_bytes(frame)?;
             let expected = frame_len * format.bytes_per_sample;
             if bytes.len() < expected {
                 return Err(fail(format!(
@@ -262,7 +315,14 @@ struct SampleFormat {
 
 impl SampleFormat {
     fn of(pixels: &DecodedPixelData<'_>) -> Result<Self, String> {
-        let bits_allocated = pixels.bits_allocated();
+        Self::new(
+            pixels.bits_allocated(),
+            pixels.bits_stored(),
+            pixels.pixel_representation() == PixelRepresentation::Signed,
+        )
+    }
+
+    fn new(bits_allocated: u16, bits_stored: u16, signed: bool) -> Result<Self, String> {
         if !matches!(bits_allocated, 8 | 16 | 32) {
             return Err(format!(
                 "{bits_allocated} bits allocated per sample is not supported"
@@ -270,9 +330,34 @@ impl SampleFormat {
         }
         Ok(Self {
             bytes_per_sample: usize::from(bits_allocated / 8),
-            bits_stored: u32::from(pixels.bits_stored().clamp(1, bits_allocated)),
-            signed: pixels.pixel_representation() == PixelRepresentation::Signed,
+            bits_stored: u32::from(bits_stored.clamp(1, bits_allocated)),
+            signed,
         })
+    }
+
+    /// From a header's image pixel attributes; `None` when one is missing (dicom-rs's full
+    /// decoding then says which).
+    fn of_header(obj: &dicom_object::DefaultDicomObject) -> Result<Option<Self>, String> {
+        let number = |tag| -> Option<u16> { obj.get(tag)?.to_int::<u16>().ok() };
+        let (Some(samples), Some(allocated), Some(stored), Some(representation)) = (
+            number(tags::SAMPLES_PER_PIXEL),
+            number(tags::BITS_ALLOCATED),
+            number(tags::BITS_STORED),
+            number(tags::PIXEL_REPRESENTATION),
+        ) else {
+            return Ok(None);
+        };
+        let photometric = obj
+            .get(tags::PHOTOMETRIC_INTERPRETATION)
+            .and_then(|e| e.to_str().ok())
+            .map(|s| {
+                s.trim_matches(|c: char| c.is_whitespace() || c == '\0')
+                    .to_string()
+            })
+            .unwrap_or_default();
+        let monochrome = matches!(photometric.as_str(), "MONOCHROME1" | "MONOCHROME2");
+        check_grayscale(u32::from(samples), &photometric, monochrome)?;
+        Self::new(allocated, stored, representation == 1).map(Some)
     }
 
     /// Calls `f` with the stored value of each sample: bits stored masked and, if signed, sign
