@@ -76,6 +76,7 @@ struct ViewArgs {
 }
 
 fn main() -> ExitCode {
+    tessera::mark_process_start();
     let cli = Cli::parse();
     // Global options may stand before or after a subcommand; a study path goes after it.
     if let (Some(path), Some(_)) = (&cli.path, &cli.command) {

@@ -24,6 +24,10 @@ pub enum BenchWhat {
         /// Timed runs after the warm-up; the report gives min, median and max.
         #[arg(long, default_value_t = 5, value_name = "N")]
         repeat: usize,
+        /// A Python with pydicom and numpy, for the reference figure
+        /// (scripts/bench_pydicom.py: the same job in pydicom); skipped, and said, without one.
+        #[arg(long, default_value = "python3", value_name = "PYTHON")]
+        python: PathBuf,
     },
     /// Run `tessera detect` (each in a fresh process, so allocators do not share memory) on a
     /// series: whole volume, then each patch, under each allocator.
@@ -54,6 +58,16 @@ pub enum BenchWhat {
         #[arg(long, default_value = "512x512x600", value_parser = super::phantom::parse_size, value_name = "XxYxZ")]
         size: [usize; 3],
     },
+    /// Several detection runs in one process, as the viewer makes them: process start to the
+    /// first window, then each run's set-up (resampling, sessions) and windows. A first run
+    /// pays what later runs do not (loading ONNX Runtime, cold caches); this shows how much.
+    Startup {
+        /// A DICOM folder. Without it: the demo study.
+        path: Option<PathBuf>,
+        /// Runs in this process.
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        runs: usize,
+    },
     /// Generate and write a phantom.
     Phantom {
         /// Phantom size in voxels, `XxYxZ`.
@@ -67,9 +81,17 @@ pub enum BenchWhat {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     match &args.what {
-        BenchWhat::Load { path, repeat } => load(path, *repeat),
+        BenchWhat::Load {
+            path,
+            repeat,
+            python,
+        } => {
+            let median_s = load(path, *repeat)?;
+            pydicom_reference(path, *repeat, python, median_s)
+        }
         BenchWhat::Phantom { size, spacing } => phantom_bench(*size, *spacing),
         BenchWhat::View { size } => view_bench(*size),
+        BenchWhat::Startup { path, runs } => startup_bench(path.as_deref(), *runs),
         BenchWhat::Detect {
             path,
             model,
@@ -80,7 +102,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
 }
 
-fn load(path: &Path, repeat: usize) -> anyhow::Result<()> {
+/// Prints the figures; returns the median time in seconds.
+fn load(path: &Path, repeat: usize) -> anyhow::Result<f64> {
     let once = || -> anyhow::Result<(f64, f64, tessera_core::Volume, u64)> {
         let started = Instant::now();
         let report = dicom::scan(path).with_context(|| format!("scanning {}", path.display()))?;
@@ -108,7 +131,7 @@ fn load(path: &Path, repeat: usize) -> anyhow::Result<()> {
         last = Some((volume, bytes));
     }
     let Some((volume, bytes)) = last else {
-        return Ok(());
+        return Ok(0.0);
     };
     totals.sort_by(f64::total_cmp);
     scans.sort_by(f64::total_cmp);
@@ -129,6 +152,55 @@ fn load(path: &Path, repeat: usize) -> anyhow::Result<()> {
         median * 1e3 / slices,
         bytes as f64 / 1e6 / median,
         totals[0] * 1e3
+    );
+    Ok(median)
+}
+
+/// Runs scripts/bench_pydicom.py on the same folder and prints its figure and the ratio.
+fn pydicom_reference(
+    path: &Path,
+    repeat: usize,
+    python: &Path,
+    tessera_median_s: f64,
+) -> anyhow::Result<()> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bench_pydicom.py");
+    let output = std::process::Command::new(python)
+        .arg(&script)
+        .arg(path)
+        .args(["--repeat", &repeat.max(1).to_string()])
+        .output();
+    let stdout = match output {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => {
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            let last = stderr.lines().last().unwrap_or("").trim().to_string();
+            println!(
+                "pydicom reference not run: {} {} failed ({last}); give --python a Python with pydicom and numpy",
+                python.display(),
+                script.display()
+            );
+            return Ok(());
+        }
+        Err(e) => {
+            println!(
+                "pydicom reference not run: cannot start {}: {e}",
+                python.display()
+            );
+            return Ok(());
+        }
+    };
+    print!("{stdout}");
+    // "... median of 7: 339.9 ms, ..."
+    let median_ms = stdout
+        .split("median of ")
+        .nth(1)
+        .and_then(|rest| rest.split(": ").nth(1))
+        .and_then(|rest| rest.split(" ms").next())
+        .and_then(|ms| ms.trim().parse::<f64>().ok())
+        .context("reading the median from bench_pydicom.py's output")?;
+    println!(
+        "  tessera is {:.2}x the speed of pydicom on this folder",
+        median_ms / 1e3 / tessera_median_s
     );
     Ok(())
 }
@@ -222,6 +294,68 @@ fn detect_bench(
         }
     }
     let _ = std::fs::remove_file(&out);
+    Ok(())
+}
+
+fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
+    use tessera_core::infer::CancelToken;
+    use tessera_core::model::Model;
+    use tessera_core::pipeline::{self, DetectConfig, Event};
+    let study = match path {
+        Some(p) => p.to_path_buf(),
+        None => super::phantom::demo_study_dir()?,
+    };
+    let model = Model::load(&super::detect::default_model_dir()?)?;
+    let loading = Instant::now();
+    let (volume, _) = dicom::open(&study, None, Default::default())
+        .with_context(|| format!("opening {}", study.display()))?;
+    let load_s = loading.elapsed().as_secs_f64();
+    let config = DetectConfig::defaults_for(&model);
+    println!(
+        "{} runs of {} on {} ({} voxels, loaded in {load_s:.2} s), patch {}, {} threads",
+        runs,
+        model.card.name,
+        study.display(),
+        volume.geometry.size_label(),
+        tessera_core::volume::format_size(config.tile.patch),
+        config.threads
+    );
+    println!(
+        "{:<5} {:>16} {:>10} {:>10}  windows s",
+        "run", "to 1st window s", "set-up s", "total s"
+    );
+    for run in 1..=runs.max(1) {
+        let started = Instant::now();
+        let mut first_window_at = None;
+        let mut windows: Vec<f64> = Vec::new();
+        pipeline::detect(
+            &volume,
+            &model,
+            &config,
+            &CancelToken::new(),
+            &mut |e| match e {
+                Event::WindowStarted { .. } if first_window_at.is_none() => {
+                    first_window_at = Some((started.elapsed(), crate::process_age()));
+                }
+                Event::WindowFinished { elapsed_s, .. } => windows.push(*elapsed_s),
+                _ => {}
+            },
+        )?;
+        let total_s = started.elapsed().as_secs_f64();
+        let (setup, since_process) = first_window_at.context("the run had no window")?;
+        let listed: Vec<String> = windows.iter().map(|s| format!("{s:.2}")).collect();
+        println!(
+            "{:<5} {:>16.2} {:>10.2} {:>10.2}  {}",
+            run,
+            since_process.as_secs_f64(),
+            setup.as_secs_f64(),
+            total_s,
+            listed.join(" ")
+        );
+    }
+    println!(
+        "  (to 1st window: since the process started; set-up: since the run started; windows in plan order)"
+    );
     Ok(())
 }
 
