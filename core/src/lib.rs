@@ -1,7 +1,8 @@
 //! Tessera's core: memory-bounded, tiled 3D detection on CT volumes.
 //!
 //! Data flows one way, one module per step: [`dicom`] (scan, group, sort, decode) ->
-//! [`volume`] (voxels + geometry) -> plan -> [`infer`] -> stitch -> detect -> report.
+//! [`volume`] (voxels + geometry) -> plan -> [`infer`] -> stitch -> [`lung`] field -> detect ->
+//! report.
 //! [`phantom`] makes synthetic chest CTs with known nodules for the demo, tests and training.
 //! No GUI dependency lives here.
 
@@ -12,6 +13,7 @@ pub mod geometry;
 pub mod infer;
 pub mod io;
 pub mod lidc;
+pub mod lung;
 pub mod model;
 pub mod npy;
 pub mod parity;

@@ -172,6 +172,10 @@ pub struct ModelCard {
     /// The rescoring stage, when the model has one.
     #[serde(default)]
     pub rescore: Option<RescoreSpec>,
+    /// A chest-CT model: findings whose centre is outside the lung field ([`crate::lung`])
+    /// are dropped (or flagged, when the run keeps them).
+    #[serde(default)]
+    pub lung_field: bool,
     /// Measured memory per device kind (`cpu`, `cuda`), if calibrated.
     #[serde(default)]
     pub memory: std::collections::BTreeMap<String, MemoryCoefficients>,

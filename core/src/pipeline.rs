@@ -51,6 +51,10 @@ pub struct DetectConfig {
     /// Overrides the card's memory coefficients (e.g. a calibration from `tessera sweep`).
     #[serde(default)]
     pub memory_model: Option<MemoryModel>,
+    /// With a chest-CT model, keep findings outside the lung field (flagged) instead of
+    /// dropping them.
+    #[serde(default)]
+    pub keep_outside_lungs: bool,
 }
 
 impl DetectConfig {
@@ -74,6 +78,7 @@ impl DetectConfig {
             precision: Precision::Fp32,
             ort_lib: None,
             memory_model: None,
+            keep_outside_lungs: false,
         }
     }
 }
@@ -128,6 +133,9 @@ pub struct Detection {
     pub box_voxel: BoxVoxel,
     /// The box crosses a window boundary (a core edge in halo mode).
     pub crosses_seam: bool,
+    /// Its centre is outside the lung field (kept because the run was asked to keep those).
+    #[serde(default)]
+    pub outside_lungs: bool,
     /// The box in the model's input grid (after resampling), for parity checks.
     pub model_box: VoxelBox,
 }
@@ -171,6 +179,20 @@ pub struct RunStats {
     /// The windows' peak went over the plan's predicted bound.
     #[serde(default)]
     pub prediction_exceeded: bool,
+    /// The lung field, when the model asks for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lung_field: Option<LungFieldStats>,
+}
+
+/// What the lung field did in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LungFieldStats {
+    pub volume_ml: f64,
+    pub seconds: f64,
+    /// Candidates (after NMS, before rescoring) whose centre is outside, dropped.
+    pub dropped_outside: usize,
+    /// Kept and flagged instead (`keep_outside_lungs`).
+    pub kept_outside: usize,
 }
 
 /// Everything a run produced, and what made it.
@@ -411,6 +433,7 @@ fn run(
         rescore_peak_bytes: 0,
         baseline_memory_bytes,
         prediction_exceeded: false,
+        lung_field: None,
     };
     for window in &plan.windows {
         if cancel.is_cancelled() {
@@ -474,7 +497,10 @@ fn run(
         }
     };
     stats.peaks_dropped = peaks_dropped;
-    let boxes = nms(peaks, config.nms_iou);
+    let mut boxes = nms(peaks, config.nms_iou);
+    let lungs = card
+        .lung_field
+        .then(|| lung_field(input, &mut boxes, config.keep_outside_lungs));
     // (box, the detector's score when the stage replaced it), best first.
     let scored: Vec<(VoxelBox, Option<f32>)> = match stage {
         Some((spec, classifier)) => {
@@ -507,9 +533,13 @@ fn run(
         .filter(|(b, _)| b.score >= threshold)
         .map(|(b, detector_score)| Detection {
             detector_score,
+            outside_lungs: lungs
+                .as_ref()
+                .is_some_and(|(field, _)| !field.contains(b.center)),
             ..to_detection(b, &input.geometry, &volume.geometry, &seams)
         })
         .collect();
+    stats.lung_field = lungs.map(|(_, lung_stats)| lung_stats);
     stats.elapsed_s = started.elapsed().as_secs_f64();
     stats.prediction_exceeded = plan
         .predicted_peak_bytes
@@ -531,6 +561,29 @@ fn run(
         model_geometry: input.geometry.clone(),
         maps,
     })
+}
+
+/// The lung field of `input`, and `boxes` without the candidates outside it (all kept when
+/// `keep_outside`: they are flagged on the detections).
+fn lung_field(
+    input: &Volume,
+    boxes: &mut Vec<VoxelBox>,
+    keep_outside: bool,
+) -> (crate::lung::LungField, LungFieldStats) {
+    let started = Instant::now();
+    let field = crate::lung::segment(&input.voxels, input.geometry.spacing_mm);
+    let before = boxes.len();
+    let outside = boxes.iter().filter(|b| !field.contains(b.center)).count();
+    if !keep_outside {
+        boxes.retain(|b| field.contains(b.center));
+    }
+    let stats = LungFieldStats {
+        volume_ml: field.volume_ml(),
+        seconds: started.elapsed().as_secs_f64(),
+        dropped_outside: before - boxes.len(),
+        kept_outside: if keep_outside { outside } else { 0 },
+    };
+    (field, stats)
 }
 
 /// The device's memory (the GPU's through NVML, else the host's) since the last
@@ -587,6 +640,7 @@ fn to_detection(
         size_mm,
         box_voxel,
         crosses_seam,
+        outside_lungs: false,
         model_box: b,
     }
 }

@@ -112,6 +112,9 @@ pub struct StatsRecord {
     /// this machine or study, and a budget chosen from it is not safe.
     #[serde(default)]
     pub prediction_exceeded: bool,
+    /// The lung field (chest-CT models): its volume, time, and the candidates outside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lung_field: Option<crate::pipeline::LungFieldStats>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,6 +127,9 @@ pub struct DetectionRecord {
     pub size_mm: [f64; 3],
     pub box_voxel: BoxVoxel,
     pub crosses_seam: bool,
+    /// Its centre is outside the lung field (kept because the run was asked to keep those).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_lungs: bool,
     /// The box on the model's grid (voxels), for parity checks.
     pub model_box: ModelBox,
 }
@@ -216,6 +222,7 @@ impl DetectionReport {
                 rescore_peak_bytes: result.stats.rescore_peak_bytes,
                 baseline_memory_bytes: result.stats.baseline_memory_bytes,
                 prediction_exceeded: result.stats.prediction_exceeded,
+                lung_field: result.stats.lung_field.clone(),
             },
             detections: result
                 .detections
@@ -227,6 +234,7 @@ impl DetectionReport {
                     size_mm: d.size_mm,
                     box_voxel: d.box_voxel,
                     crosses_seam: d.crosses_seam,
+                    outside_lungs: d.outside_lungs,
                     model_box: d.model_box.into(),
                 })
                 .collect(),

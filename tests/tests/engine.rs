@@ -38,6 +38,7 @@ fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
         ort_lib: None,
         precision: Precision::Fp32,
         memory_model: None,
+        keep_outside_lungs: false,
     }
 }
 

@@ -77,3 +77,35 @@ fn annotations_of_another_series_are_refused() {
     assert!(matches!(err, LidcError::OtherSeries { .. }), "{err}");
     assert!(err.to_string().contains("annotates series"), "{err}");
 }
+
+/// Every nodule a reader marked on the two cases lies in the lung field, on the grid the
+/// shipped detector runs on: the field drops findings outside it, never a reader's nodule.
+/// The field is also a plausible pair of lungs (2-9 litres).
+#[test]
+fn every_reader_nodule_is_inside_the_lung_field() {
+    use tessera_core::lung;
+    for case in ["lidc/LIDC-IDRI-0001", "lidc/LIDC-IDRI-0003"] {
+        let Some((volume, xml)) = load(case) else {
+            return;
+        };
+        let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
+        let grid = tessera_core::resample::resample(&volume, [1.25; 3])
+            .unwrap()
+            .unwrap();
+        let field = lung::segment(&grid.voxels, grid.geometry.spacing_mm);
+        let ml = field.volume_ml();
+        assert!((2000.0..9000.0).contains(&ml), "{case}: {ml} ml");
+        let voxel_from_world = grid.geometry.world_from_voxel.inverse().unwrap();
+        let outside: Vec<String> = lidc::consensus(&reads, SAME_NODULE_MM)
+            .iter()
+            .filter(|n| !field.contains(voxel_from_world.apply(n.center_lps_mm)))
+            .map(|n| {
+                format!(
+                    "{:.0} mm nodule ({} readers) at {:?}",
+                    n.diameter_mm, n.readers, n.center_lps_mm
+                )
+            })
+            .collect();
+        assert!(outside.is_empty(), "{case}: outside the field: {outside:?}");
+    }
+}

@@ -73,6 +73,7 @@ fn config(patch: [usize; 3], blend: BlendMode, allow_single_pass: bool) -> Detec
         ort_lib: None,
         precision: Precision::Fp32,
         memory_model: None,
+        keep_outside_lungs: false,
     }
 }
 
@@ -116,6 +117,26 @@ fn assert_tiled_matches_whole(
             c.score_threshold = Some(threshold);
             let tiled = run(volume, model, &c);
             assert!(tiled.stats.windows > 1);
+            // The lung field comes from the whole volume: the same in both; in halo mode (the
+            // same maps) the same candidates are dropped. The shipped detector is a chest-CT
+            // model, the test model is not.
+            let field = |r: &DetectionReport| {
+                r.stats
+                    .lung_field
+                    .as_ref()
+                    .map(|f| (f.volume_ml, f.dropped_outside))
+            };
+            let (tiled_field, whole_field) = (field(&tiled), field(&reference));
+            assert_eq!(tiled_field.map(|f| f.0), whole_field.map(|f| f.0));
+            if *blend == BlendMode::Halo {
+                assert_eq!(tiled_field, whole_field);
+            }
+            assert_eq!(
+                whole_field.is_some_and(|(_, dropped)| dropped > 0),
+                model.card.lung_field,
+                "{}: the lung field ran iff the card asks, and dropped candidates",
+                model.card.name
+            );
             let parity = compare(&reference, &tiled, *tolerances);
             eprintln!(
                 "{} {blend} {patch:?}: {} matched, {} + {} threshold crossings, max score difference {:.2e}, max face {:.3} voxels",

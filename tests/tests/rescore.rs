@@ -43,6 +43,7 @@ fn config(score_threshold: Option<f32>, rescore: bool) -> DetectConfig {
         ort_lib: None,
         precision: Precision::Fp32,
         memory_model: None,
+        keep_outside_lungs: false,
     }
 }
 

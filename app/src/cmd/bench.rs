@@ -68,6 +68,17 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 3, value_name = "N")]
         runs: usize,
     },
+    /// The lung field (core::lung) of a series on the shipped detector's grid: time and volume.
+    Lungs {
+        /// A DICOM folder. Without it: the demo study.
+        path: Option<PathBuf>,
+        /// Timed runs; the report gives the median.
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        repeat: usize,
+        /// Also write axial slices (every 16th) with the field tinted, for looking at it.
+        #[arg(long, value_name = "FILE.png")]
+        png: Option<PathBuf>,
+    },
     /// Generate and write a phantom.
     Phantom {
         /// Phantom size in voxels, `XxYxZ`.
@@ -92,6 +103,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         BenchWhat::Phantom { size, spacing } => phantom_bench(*size, *spacing),
         BenchWhat::View { size } => view_bench(*size),
         BenchWhat::Startup { path, runs } => startup_bench(path.as_deref(), *runs),
+        BenchWhat::Lungs { path, repeat, png } => {
+            lungs_bench(path.as_deref(), *repeat, png.as_deref())
+        }
         BenchWhat::Detect {
             path,
             model,
@@ -357,6 +371,88 @@ fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
         "  (to 1st window: since the process started; set-up: since the run started; windows in plan order)"
     );
     Ok(())
+}
+
+fn lungs_bench(path: Option<&Path>, repeat: usize, png: Option<&Path>) -> anyhow::Result<()> {
+    use tessera_core::lung;
+    use tessera_core::model::Model;
+    let study = match path {
+        Some(p) => p.to_path_buf(),
+        None => super::phantom::demo_study_dir()?,
+    };
+    let model = Model::load(&super::detect::default_model_dir()?)?;
+    let (volume, _) = dicom::open(&study, None, Default::default())
+        .with_context(|| format!("opening {}", study.display()))?;
+    let resampled = match model.card.target_spacing_mm {
+        Some(spacing) => tessera_core::resample::resample(&volume, spacing)?,
+        None => None,
+    };
+    let grid = resampled.as_ref().unwrap_or(&volume);
+    let mut times = Vec::new();
+    let mut field = None;
+    for _ in 0..repeat.max(1) {
+        let started = Instant::now();
+        field = Some(lung::segment(&grid.voxels, grid.geometry.spacing_mm));
+        times.push(started.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let field = field.context("no run")?;
+    println!(
+        "lung field of {} on {} voxels ({} threads): median of {} {:.3} s, {:.0} ml",
+        study.display(),
+        grid.geometry.size_label(),
+        rayon::current_num_threads(),
+        times.len(),
+        times[times.len() / 2],
+        field.volume_ml()
+    );
+    if let Some(png) = png {
+        write_lung_montage(grid, &field, png)?;
+        println!("  slices with the field tinted: {}", png.display());
+    }
+    Ok(())
+}
+
+/// Every 16th axial slice side by side, lung window, the field tinted green.
+fn write_lung_montage(
+    grid: &tessera_core::Volume,
+    field: &tessera_core::lung::LungField,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let [nx, ny, nz] = grid.geometry.size;
+    let zs: Vec<usize> = (0..nz).step_by(16).collect();
+    let per_row = 6;
+    let rows = zs.len().div_ceil(per_row);
+    let (width, height) = (nx * per_row.min(zs.len()), ny * rows);
+    let mut rgb = vec![0u8; width * height * 3];
+    for (k, &z) in zs.iter().enumerate() {
+        let (ox, oy) = ((k % per_row) * nx, (k / per_row) * ny);
+        let mask = field.axial(z).unwrap_or(&[]);
+        for y in 0..ny {
+            for x in 0..nx {
+                let hu = grid.voxels.hu_at([x, y, z]).unwrap_or(-1000.0);
+                let g = (((hu + 1350.0) / 1500.0).clamp(0.0, 1.0) * 255.0) as u8;
+                let inside = mask.get(y * nx + x) == Some(&1);
+                let at = ((oy + y) * width + ox + x) * 3;
+                rgb[at..at + 3].copy_from_slice(&if inside {
+                    [g / 2, g / 2 + 100, g / 2]
+                } else {
+                    [g, g, g]
+                });
+            }
+        }
+    }
+    let mut bytes = Vec::new();
+    image::ImageEncoder::write_image(
+        image::codecs::png::PngEncoder::new(&mut bytes),
+        &rgb,
+        width as u32,
+        height as u32,
+        image::ExtendedColorType::Rgb8,
+    )
+    .context("encoding the PNG")?;
+    tessera_core::io::write_atomic(path, &bytes)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn view_bench(size: [usize; 3]) -> anyhow::Result<()> {

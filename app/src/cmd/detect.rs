@@ -85,6 +85,10 @@ pub struct DetectArgs {
     /// Skip the card's rescoring stage: the detector's own scores, at its own threshold.
     #[arg(long)]
     pub no_rescore: bool,
+    /// Keep findings whose centre is outside the lung field (chest-CT models drop them),
+    /// flagged `outside_lungs` in det.json.
+    #[arg(long)]
+    pub keep_outside_lungs: bool,
     /// Where to write the detections (det.json, schema tessera.detections/1).
     #[arg(long, default_value = "det.json", value_name = "FILE")]
     pub out: PathBuf,
@@ -145,6 +149,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         ort_lib: ort_lib.map(std::path::Path::to_path_buf),
         precision: args.precision,
         memory_model,
+        keep_outside_lungs: args.keep_outside_lungs,
     };
     if let (None, Some(budget)) = (args.patch, args.memory_budget) {
         match pipeline::patch_for_budget(&volume.geometry, &model, &config, budget) {

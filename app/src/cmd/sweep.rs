@@ -146,6 +146,7 @@ fn config(args: &SweepArgs, patch: [usize; 3]) -> DetectConfig {
         ort_lib: None,
         precision: Precision::Fp32,
         memory_model: None,
+        keep_outside_lungs: false,
     }
 }
 

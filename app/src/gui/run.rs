@@ -191,6 +191,7 @@ impl RunPanel {
             ort_lib: self.ort_lib.clone(),
             precision: Precision::Fp32,
             memory_model: None,
+            keep_outside_lungs: false,
         }
     }
 
