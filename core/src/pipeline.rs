@@ -326,6 +326,18 @@ pub fn patch_for_budget(
     Ok((patch, forecast))
 }
 
+/// `volume` resampled to `model`'s grid; `None` when it is on that grid already (or the card
+/// asks for none).
+pub fn resample_for(
+    volume: &Volume,
+    model: &Model,
+) -> Result<Option<Volume>, crate::resample::ResampleError> {
+    match model.card.target_spacing_mm {
+        Some(spacing) => resample(volume, spacing),
+        None => Ok(None),
+    }
+}
+
 /// The grid `model` runs on for a volume of `geometry`: resampled to the card's spacing, or
 /// the volume's own when the card has none.
 pub fn model_geometry(geometry: &Geometry, model: &Model) -> Geometry {
@@ -373,10 +385,7 @@ fn run(
 ) -> Result<DetectionResult, PipelineError> {
     let started = Instant::now();
     let card = &model.card;
-    let resampled = match card.target_spacing_mm {
-        Some(spacing) => resample(volume, spacing)?,
-        None => None,
-    };
+    let resampled = resample_for(volume, model)?;
     let input = resampled.as_ref().unwrap_or(volume);
     // GPU memory through NVML on NVIDIA devices; host memory otherwise (or when NVML is absent).
     let mut gpu = match config.device {

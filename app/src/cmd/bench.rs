@@ -252,10 +252,7 @@ fn detect_bench(
     allocators: &str,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    let study = match path {
-        Some(p) => p.to_path_buf(),
-        None => super::phantom::demo_study_dir()?,
-    };
+    let study = super::phantom::study_or_demo(path)?;
     // The children decode the series; here the headers give the size.
     let size = dicom::open_geometry(&study, None, Default::default())?.size;
     // A patch at least as large as the volume: the whole-volume reference.
@@ -315,10 +312,7 @@ fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
     use tessera_core::infer::CancelToken;
     use tessera_core::model::Model;
     use tessera_core::pipeline::{self, DetectConfig, Event};
-    let study = match path {
-        Some(p) => p.to_path_buf(),
-        None => super::phantom::demo_study_dir()?,
-    };
+    let study = super::phantom::study_or_demo(path)?;
     let model = Model::load(&super::detect::default_model_dir()?)?;
     let loading = Instant::now();
     let (volume, _) = dicom::open(&study, None, Default::default())
@@ -376,17 +370,11 @@ fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
 fn lungs_bench(path: Option<&Path>, repeat: usize, png: Option<&Path>) -> anyhow::Result<()> {
     use tessera_core::lung;
     use tessera_core::model::Model;
-    let study = match path {
-        Some(p) => p.to_path_buf(),
-        None => super::phantom::demo_study_dir()?,
-    };
+    let study = super::phantom::study_or_demo(path)?;
     let model = Model::load(&super::detect::default_model_dir()?)?;
     let (volume, _) = dicom::open(&study, None, Default::default())
         .with_context(|| format!("opening {}", study.display()))?;
-    let resampled = match model.card.target_spacing_mm {
-        Some(spacing) => tessera_core::resample::resample(&volume, spacing)?,
-        None => None,
-    };
+    let resampled = tessera_core::pipeline::resample_for(&volume, &model)?;
     let grid = resampled.as_ref().unwrap_or(&volume);
     let mut times = Vec::new();
     let mut field = None;

@@ -113,10 +113,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         Some(path) => Some(super::sweep::read_memory_model(path)?.model),
         None => None,
     };
-    let path = match &args.path {
-        Some(p) => p.clone(),
-        None => super::phantom::demo_study_dir().context("preparing the demo study")?,
-    };
+    let path = super::phantom::study_or_demo(args.path.as_deref())?;
     let options = tessera_core::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };

@@ -56,10 +56,7 @@ pub struct SeriesRow {
 }
 
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
-    let path = match &args.path {
-        Some(p) => p.clone(),
-        None => crate::cmd::phantom::demo_study_dir().context("preparing the demo study")?,
-    };
+    let path = super::phantom::study_or_demo(args.path.as_deref())?;
     let report = dicom::scan(&path).with_context(|| format!("scanning {}", path.display()))?;
     let options = dicom::LoadOptions {
         allow_gaps: args.allow_gaps,

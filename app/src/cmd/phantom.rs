@@ -87,6 +87,14 @@ pub fn demo_spec() -> PhantomSpec {
 }
 const DEMO_VERSION: u32 = 1;
 
+/// `path`, or the demo study when there is none (every command's default).
+pub fn study_or_demo(path: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match path {
+        Some(p) => Ok(p.to_path_buf()),
+        None => demo_study_dir().context("preparing the demo study"),
+    }
+}
+
 /// The demo study as a DICOM folder in the user's cache, written on first use.
 pub fn demo_study_dir() -> anyhow::Result<PathBuf> {
     let dir = cache_root().join(format!("demo-v{DEMO_VERSION}-seed{}", demo_spec().seed));

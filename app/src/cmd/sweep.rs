@@ -199,10 +199,7 @@ fn sweep(
     };
     let model = Model::load(&model_dir)
         .with_context(|| format!("loading the model in {}", model_dir.display()))?;
-    let study = match &args.path {
-        Some(p) => p.clone(),
-        None => super::phantom::demo_study_dir()?,
-    };
+    let study = super::phantom::study_or_demo(args.path.as_deref())?;
     let options = tessera_core::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
