@@ -1,30 +1,21 @@
 //! Tessera's core: memory-bounded, tiled 3D detection on CT volumes.
 //!
-//! Data flows one way, one module per step: [`dicom`] (scan, group, sort, decode) ->
-//! [`volume`] (voxels + geometry) -> plan -> [`infer`] -> stitch -> [`lung`] field -> detect ->
-//! report.
-//! [`phantom`] makes synthetic chest CTs with known nodules for the demo, tests and training.
-//! No GUI dependency lives here.
+//! The layers, each a crate that Cargo keeps from importing upwards (see `ARCHITECTURE.md`):
+//! `tessera-dicom` (files to [`volume`]) -> `tessera-plan` ([`model`] card, [`plan`],
+//! [`stitch`], [`resample`], [`detect`], [`lung`]; no runtime) -> `tessera-infer` ([`infer`],
+//! ONNX Runtime) -> this crate: the [`pipeline`] that drives them, the [`rescore`] stage,
+//! [`report`] files, [`parity`], [`evaluate`] and the [`phantom`].
+//! The lower crates' modules are re-exported here under their own names, so that the app and
+//! the tests see one library. No GUI dependency lives here.
 
-pub mod detect;
-pub mod dicom;
 pub mod evaluate;
-pub mod geometry;
-pub mod infer;
-pub mod io;
-pub mod lidc;
-pub mod lung;
-pub mod model;
-pub mod npy;
 pub mod parity;
 pub mod phantom;
 pub mod pipeline;
-pub mod plan;
 pub mod report;
-pub mod resample;
 pub mod rescore;
-pub mod stitch;
-pub mod view;
-pub mod volume;
 
-pub use volume::{Geometry, SeriesInfo, Volume, Voxels};
+pub use tessera_dicom::{Geometry, SeriesInfo, Volume, Voxels};
+pub use tessera_dicom::{dicom, geometry, io, lidc, npy, view, volume};
+pub use tessera_infer as infer;
+pub use tessera_plan::{detect, device, lung, model, plan, resample, stitch};

@@ -6,8 +6,8 @@
 use ndarray::Array3;
 use rayon::prelude::*;
 
-use crate::geometry::{Affine3, scale};
-use crate::volume::{Geometry, MAX_VOXELS, Volume, Voxels};
+use tessera_dicom::geometry::{Affine3, scale};
+use tessera_dicom::volume::{Geometry, MAX_VOXELS, Volume, Voxels};
 
 /// Spacings closer than this (relative) are the same: no resampling.
 const SAME_SPACING: f64 = 1e-6;
@@ -136,7 +136,7 @@ fn bracket(c: f64, n: usize) -> (usize, usize, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::volume::SeriesInfo;
+    use tessera_dicom::volume::SeriesInfo;
 
     #[test]
     fn a_linear_ramp_stays_linear_and_world_positions_agree() {

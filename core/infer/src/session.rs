@@ -1,53 +1,15 @@
 //! One ONNX Runtime session per device, running one window at a time, cancellable.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ndarray::{Array4, Array5, Ix5};
 use ort::session::{RunOptions, Session};
-use serde::{Deserialize, Serialize};
 
-use super::arena::{CpuAllocator, ensure_tight_arena};
+use super::arena::ensure_tight_arena;
 use super::runtime::{Flavour, Runtime, RuntimeError, init_runtime};
-use crate::model::{Model, Precision};
-
-/// Where inference runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Device {
-    Cpu,
-    Cuda(i32),
-    TensorRt(i32),
-}
-
-impl std::str::FromStr for Device {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let index = |rest: &str| -> Result<i32, String> {
-            rest.parse()
-                .map_err(|_| format!("device '{s}': expected cpu, cuda:N or tensorrt:N"))
-        };
-        match s.split_once(':') {
-            None if s == "cpu" => Ok(Self::Cpu),
-            None if s == "cuda" => Ok(Self::Cuda(0)),
-            None if s == "tensorrt" => Ok(Self::TensorRt(0)),
-            Some(("cuda", n)) => Ok(Self::Cuda(index(n)?)),
-            Some(("tensorrt", n)) => Ok(Self::TensorRt(index(n)?)),
-            _ => Err(format!("device '{s}': expected cpu, cuda:N or tensorrt:N")),
-        }
-    }
-}
-
-impl std::fmt::Display for Device {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Cpu => f.write_str("cpu"),
-            Self::Cuda(n) => write!(f, "cuda:{n}"),
-            Self::TensorRt(n) => write!(f, "tensorrt:{n}"),
-        }
-    }
-}
+use tessera_plan::device::{CancelToken, CpuAllocator, Device};
+use tessera_plan::model::{Model, Precision};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InferError {
@@ -73,53 +35,6 @@ pub enum InferError {
     Rescore { reason: String },
     #[error("cancelled")]
     Cancelled,
-}
-
-/// Stops a run from another thread: between windows, and inside the current one.
-#[derive(Clone, Default)]
-pub struct CancelToken {
-    flag: Arc<AtomicBool>,
-    current: Arc<Mutex<Option<Arc<RunOptions>>>>,
-}
-
-impl std::fmt::Debug for CancelToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CancelToken")
-            .field("cancelled", &self.is_cancelled())
-            .finish()
-    }
-}
-
-impl CancelToken {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn cancel(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-        if let Ok(current) = self.current.lock()
-            && let Some(options) = current.as_ref()
-        {
-            // Best effort: if it fails, the run stops at the next window instead.
-            let _ = options.terminate();
-        }
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-
-    fn attach(&self, options: Arc<RunOptions>) {
-        if let Ok(mut current) = self.current.lock() {
-            *current = Some(options);
-        }
-    }
-
-    fn detach(&self) {
-        if let Ok(mut current) = self.current.lock() {
-            *current = None;
-        }
-    }
 }
 
 /// The raw outputs of one window, each `[channels, z, y, x]`, in the card's head order.
@@ -228,7 +143,11 @@ pub(crate) fn run_cancellable<T>(
         return Err(InferError::Cancelled);
     }
     let options = Arc::new(RunOptions::new().map_err(|e| fail(e.to_string()))?);
-    cancel.attach(options.clone());
+    let in_flight = options.clone();
+    // Best effort: if terminating fails, the run stops at the next window instead.
+    cancel.attach(Box::new(move || {
+        let _ = in_flight.terminate();
+    }));
     let tensor = ort::value::Tensor::from_array(input).map_err(|e| fail(e.to_string()))?;
     let result = session.run_with_options(ort::inputs![input_name => tensor], &options);
     cancel.detach();
@@ -363,26 +282,5 @@ pub(crate) fn check_input(session: &Session, model: &str, wanted: &str) -> Resul
             "input '{wanted}' has rank {}, the card's layout NCDHW needs 5",
             rank.map_or("unknown".to_string(), |r| r.to_string())
         ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Device;
-
-    #[test]
-    fn devices_parse_and_print() {
-        assert_eq!("cpu".parse(), Ok(Device::Cpu));
-        assert_eq!("cuda:1".parse(), Ok(Device::Cuda(1)));
-        assert_eq!(
-            "tensorrt:0".parse::<Device>().map(|d| d.to_string()),
-            Ok("tensorrt:0".into())
-        );
-        assert!(
-            "gpu"
-                .parse::<Device>()
-                .unwrap_err()
-                .contains("expected cpu, cuda:N or tensorrt:N")
-        );
     }
 }

@@ -242,7 +242,7 @@ impl Model {
                 dir: dir.to_path_buf(),
             });
         }
-        let text = crate::io::read_regular_file(&card_path).map_err(|source| ModelError::Io {
+        let text = tessera_dicom::io::read_regular_file(&card_path).map_err(|source| ModelError::Io {
             path: card_path.clone(),
             source,
         })?;
@@ -341,7 +341,7 @@ impl Model {
 
 /// The file's SHA-256, refused when it is not the card's.
 fn checked_hash(path: &Path, expected: &str) -> Result<String, ModelError> {
-    let bytes = crate::io::read_regular_file(path).map_err(|source| ModelError::Io {
+    let bytes = tessera_dicom::io::read_regular_file(path).map_err(|source| ModelError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -369,7 +369,7 @@ pub fn shipped_models_dir() -> PathBuf {
         .and_then(|exe| exe.parent().map(|d| d.join("models")));
     match beside_exe {
         Some(dir) if dir.is_dir() => dir,
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/models"),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/models"),
     }
 }
 

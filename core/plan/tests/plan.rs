@@ -3,7 +3,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use tessera_core::plan::{
+use tessera_plan::plan::{
     BlendMode, MemoryForecast, MemoryModel, ModelGrid, PlanError, TilePlan, TileSpec, parse_bytes,
 };
 
@@ -296,7 +296,7 @@ fn the_forecast_adds_what_the_process_holds_already() {
         Some(300_000_000 + 100_000_000 + 600 * 512 * 512 * 64)
     );
     // The baseline also shrinks what the budget leaves for the windows.
-    use tessera_core::plan::choose_patch;
+    use tessera_plan::plan::choose_patch;
     let budget = parse_bytes("16GB").unwrap();
     let chosen = |baseline_bytes| {
         let memory = forecast(0.2e9, 620.0, baseline_bytes);
@@ -334,7 +334,7 @@ fn forecast(fixed_bytes: f64, bytes_per_voxel: f64, baseline_bytes: u64) -> Memo
 
 #[test]
 fn the_budget_picks_full_axial_context_as_deep_as_fits_when_blending() {
-    use tessera_core::plan::choose_patch;
+    use tessera_plan::plan::choose_patch;
     let choose_patch = |volume, grid, memory, budget| {
         choose_patch(volume, grid, memory, budget, BlendMode::Gaussian)
     };
@@ -365,7 +365,7 @@ fn the_budget_picks_full_axial_context_as_deep_as_fits_when_blending() {
 /// no recorded run went over it or sat more than 10 % under it.
 #[test]
 fn the_shipped_cards_bound_their_own_calibration_runs() {
-    use tessera_core::model::{Model, shipped_model_dirs};
+    use tessera_plan::model::{Model, shipped_model_dirs};
     let mut checked = 0;
     for dir in shipped_model_dirs().unwrap() {
         let model = Model::load(&dir).unwrap();
@@ -401,7 +401,7 @@ fn processed_voxels(plan: &TilePlan) -> usize {
 /// patch can shrink by a stride without adding windows.
 #[test]
 fn the_budget_picks_the_exact_plan_with_the_least_work_in_halo_mode() {
-    use tessera_core::plan::choose_patch;
+    use tessera_plan::plan::choose_patch;
     let volume = [100, 90, 70];
     let memory = forecast(1e6, 100.0, 0);
     let usable = |budget: u64| budget as f64 * 0.9;
@@ -451,7 +451,7 @@ fn the_budget_picks_the_exact_plan_with_the_least_work_in_halo_mode() {
 /// the chooser's exact plan does at most 1.3x the work of constant blending at 288x288x64.
 #[test]
 fn at_a_shallow_budget_the_exact_plan_costs_at_most_a_third_more_than_blending() {
-    use tessera_core::plan::choose_patch;
+    use tessera_plan::plan::choose_patch;
     let grid = ModelGrid {
         stride: 4,
         receptive_radius: 18,

@@ -106,7 +106,7 @@ pub fn project_runtime_candidates(flavour: Flavour) -> Vec<PathBuf> {
                 dir = d.parent().map(Path::to_path_buf);
             }
         }
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         out.push(workspace.join(".runtime").join(folder).join(&name));
     }
     out.dedup();

@@ -16,7 +16,7 @@
 
 use rayon::prelude::*;
 
-use crate::volume::Voxels;
+use tessera_dicom::volume::Voxels;
 
 /// Below this, a voxel is air (lung parenchyma is about -850 HU, soft tissue above -100).
 pub const AIR_HU: f32 = -400.0;

@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::volume::format_size;
+use tessera_dicom::volume::format_size;
 
 /// How overlapping window outputs are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

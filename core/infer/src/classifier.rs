@@ -4,10 +4,10 @@ use ndarray::Array5;
 use ort::session::Session;
 
 use super::session::{
-    CancelToken, EngineOptions, InferError, check_input, check_output, open_session,
-    run_cancellable,
+    EngineOptions, InferError, check_input, check_output, open_session, run_cancellable,
 };
-use crate::model::{Model, Precision};
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{Model, Precision};
 
 /// The card's rescoring classifier on one device (its ONNX file is fp32 whatever the run's
 /// precision).

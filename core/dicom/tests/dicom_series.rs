@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use tessera_core::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
-use tessera_core::dicom::{self, DicomError, FilledSlice, LoadOptions};
-use tessera_core::volume::{SeriesInfo, Voxels};
+use tessera_dicom::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
+use tessera_dicom::dicom::{self, DicomError, FilledSlice, LoadOptions};
+use tessera_dicom::volume::{SeriesInfo, Voxels};
 
 const ALLOW_GAPS: LoadOptions = LoadOptions { allow_gaps: true };
 const COLS: u16 = 12;
@@ -86,7 +86,7 @@ fn write(dir: &Path, specs: &[SliceSpec]) {
     }
 }
 
-fn hu_i16(volume: &tessera_core::Volume) -> &ndarray::Array3<i16> {
+fn hu_i16(volume: &tessera_dicom::Volume) -> &ndarray::Array3<i16> {
     match &volume.voxels {
         Voxels::I16(a) => a,
         Voxels::F32(_) => panic!("expected an i16 volume"),

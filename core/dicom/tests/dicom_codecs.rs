@@ -11,9 +11,9 @@ use dicom_encoding::TransferSyntaxIndex;
 use dicom_object::meta::FileMetaTableBuilder;
 use dicom_object::{InMemDicomObject, open_file};
 use dicom_transfer_syntax_registry::TransferSyntaxRegistry;
-use tessera_core::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
-use tessera_core::dicom::{self};
-use tessera_core::volume::{SeriesInfo, Voxels};
+use tessera_dicom::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
+use tessera_dicom::dicom::{self};
+use tessera_dicom::volume::{SeriesInfo, Voxels};
 
 const COLS: u16 = 16;
 const ROWS: u16 = 8;

@@ -15,50 +15,7 @@ use std::sync::OnceLock;
 
 use ort::AsPointer as _;
 use ort::environment::Environment;
-use serde::{Deserialize, Serialize};
-
-/// The CPU allocation strategy of a session.
-///
-/// Measured with `tessera sweep` on the demo study (see the issue notes): without an arena the
-/// peak is the lowest and linear in the window size (the memory model predicts it within 7 %),
-/// at about the same speed for this project's models; the arenas hold more and grow in steps
-/// that a linear model cannot follow (errors up to 36 %). So no arena is the default: a budget
-/// is only worth something if the prediction behind it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CpuAllocator {
-    /// A process-wide arena that grows by what is requested.
-    TightArena,
-    /// ONNX Runtime's own per-session arena (power-of-two growth).
-    Arena,
-    /// No arena: every tensor from the system allocator (the default).
-    #[default]
-    None,
-}
-
-impl std::str::FromStr for CpuAllocator {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tight-arena" => Ok(Self::TightArena),
-            "arena" => Ok(Self::Arena),
-            "none" => Ok(Self::None),
-            other => Err(format!(
-                "allocator '{other}' is not one of tight-arena, arena, none"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for CpuAllocator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::TightArena => "tight-arena",
-            Self::Arena => "arena",
-            Self::None => "none",
-        })
-    }
-}
+pub use tessera_plan::device::CpuAllocator;
 
 static TIGHT_ARENA: OnceLock<Result<(), String>> = OnceLock::new();
 

@@ -1,0 +1,17 @@
+//! Inference through ONNX Runtime (`ort`, loaded at run time): the runtime library, sessions per
+//! device, the rescoring classifier and the GPU memory probe. Never decides what to run: the
+//! plan does (`tessera-plan`, which has no runtime).
+
+pub mod arena;
+pub mod classifier;
+pub mod gpu;
+pub mod input;
+pub mod runtime;
+pub mod session;
+
+pub use classifier::PatchClassifier;
+pub use runtime::{Runtime, RuntimeError, RuntimeSource, init_runtime, locate_runtime};
+pub use session::{Engine, InferError, WindowOutputs};
+/// The shared run types, where the engine's users expect them.
+pub use tessera_plan::device::{CancelToken, Device};
+pub use tessera_plan::memory::{self, MemorySample, MemorySource};
