@@ -2,6 +2,7 @@
 //! Both drive `tessera_core::pipeline`; neither adds detection logic of its own.
 
 pub mod cmd;
+pub mod common;
 pub mod gui;
 
 static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();

@@ -236,6 +236,10 @@ fn with_allow_gaps_an_unreadable_slice_is_filled_and_listed_with_its_file() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one table of cases, read top to bottom"
+)]
 fn broken_model_cards_and_special_files_are_refused_by_name() {
     let Some(sources) = bad_input::source_series() else {
         return;
@@ -403,6 +407,10 @@ fn broken_model_cards_and_special_files_are_refused_by_name() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one table of cases, read top to bottom"
+)]
 fn flags_out_of_range_are_refused_before_anything_runs() {
     let (_root, inputs, outputs) = folders();
     let det = outputs.join("det.json");
@@ -548,6 +556,10 @@ fn flags_out_of_range_are_refused_before_anything_runs() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one table of cases, read top to bottom"
+)]
 fn outputs_that_would_touch_the_input_are_refused_and_the_input_stays_unchanged() {
     let Some(sources) = bad_input::source_series() else {
         return;

@@ -399,10 +399,13 @@ fn signal_and_wait(
         .status()
         .unwrap();
     assert!(killed.success());
-    let reader = std::thread::spawn(move || {
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut rest).map(|_| rest)
-    });
+    let reader = std::thread::Builder::new()
+        .name("stderr-reader".into())
+        .spawn(move || {
+            let mut rest = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut rest).map(|_| rest)
+        })
+        .unwrap();
     let status = child.wait().unwrap();
     (status, reader.join().unwrap().unwrap())
 }

@@ -18,4 +18,6 @@ pub mod rescore;
 pub use tessera_dicom::{Geometry, SeriesInfo, Volume, Voxels};
 pub use tessera_dicom::{dicom, geometry, io, lidc, npy, view, volume};
 pub use tessera_infer as infer;
-pub use tessera_plan::{detect, device, lung, model, plan, resample, stitch};
+pub use tessera_plan::{
+    calibration, detect, device, grid_map, lung, memory, model, plan, request, resample, stitch,
+};

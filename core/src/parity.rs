@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{DetectionRecord, DetectionReport};
+use crate::pipeline::Detection;
+use crate::report::DetectionReport;
 
 /// What "the same" means.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -98,10 +99,35 @@ pub fn compare(a: &DetectionReport, b: &DetectionReport, tolerances: Tolerances)
     report
 }
 
+/// Matched detections `x` (index `ab[0]` of a) and `y` (`ab[1]` of b): their differences.
+fn pair(ab: [usize; 2], iou: f64, x: &Detection, y: &Detection, spacing: [f64; 3]) -> Pair {
+    let faces = |d: &Detection| -> [f64; 6] {
+        let (c, s) = (d.model_box.center, d.model_box.size);
+        std::array::from_fn(|k| {
+            let axis = k / 2;
+            let sign = if k % 2 == 0 { -0.5 } else { 0.5 };
+            c[axis] + sign * s[axis]
+        })
+    };
+    let (fa, fb) = (faces(x), faces(y));
+    let face_difference_voxels: [f64; 6] = std::array::from_fn(|k| (fb[k] - fa[k]).abs());
+    Pair {
+        a: ab[0],
+        b: ab[1],
+        iou,
+        score_a: x.score,
+        score_b: y.score,
+        score_difference: (y.score - x.score).abs(),
+        face_difference_voxels,
+        face_difference_mm: std::array::from_fn(|k| face_difference_voxels[k] * spacing[k / 2]),
+        center_lps_mm: x.center_lps_mm,
+    }
+}
+
 /// Compares two lists of detections on a model grid of `spacing` mm.
 pub fn compare_detections(
-    da: &[DetectionRecord],
-    db: &[DetectionRecord],
+    da: &[Detection],
+    db: &[Detection],
     spacing: [f64; 3],
     tolerances: Tolerances,
 ) -> ParityReport {
@@ -144,32 +170,7 @@ pub fn compare_detections(
     matched.sort_unstable_by_key(|m| m.0);
     let pairs: Vec<Pair> = matched
         .into_iter()
-        .map(|(i, j, iou)| {
-            let (x, y) = (&da[i], &db[j]);
-            let faces = |d: &DetectionRecord| -> [f64; 6] {
-                let (c, s) = (d.model_box.center, d.model_box.size);
-                std::array::from_fn(|k| {
-                    let axis = k / 2;
-                    let sign = if k % 2 == 0 { -0.5 } else { 0.5 };
-                    c[axis] + sign * s[axis]
-                })
-            };
-            let (fa, fb) = (faces(x), faces(y));
-            let face_difference_voxels: [f64; 6] = std::array::from_fn(|k| (fb[k] - fa[k]).abs());
-            Pair {
-                a: i,
-                b: j,
-                iou,
-                score_a: x.score,
-                score_b: y.score,
-                score_difference: (y.score - x.score).abs(),
-                face_difference_voxels,
-                face_difference_mm: std::array::from_fn(|k| {
-                    face_difference_voxels[k] * spacing[k / 2]
-                }),
-                center_lps_mm: x.center_lps_mm,
-            }
-        })
+        .map(|(i, j, iou)| pair([i, j], iou, &da[i], &db[j], spacing))
         .collect();
     let only_a: Vec<usize> = (0..da.len()).filter(|i| !used_a[*i]).collect();
     let only_b: Vec<usize> = (0..db.len()).filter(|j| !used_b[*j]).collect();
@@ -208,13 +209,8 @@ pub fn compare_detections(
     }
 }
 
-fn iou(a: &DetectionRecord, b: &DetectionRecord) -> f64 {
-    let to_box = |d: &DetectionRecord| crate::detect::VoxelBox {
-        score: d.score,
-        center: d.model_box.center,
-        size: d.model_box.size,
-    };
-    to_box(a).iou(&to_box(b))
+fn iou(a: &Detection, b: &Detection) -> f64 {
+    a.model_box.iou(&b.model_box)
 }
 
 fn distance(a: [f64; 3], b: [f64; 3]) -> f64 {

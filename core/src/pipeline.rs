@@ -7,85 +7,28 @@
 //! rescoring stage runs, then exactly one of `Finished`, `Cancelled`, `Failed`.
 //! The plan is checked (and may be refused) before the runtime is even loaded.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{VoxelBox, decode_centernet, decode_segmentation, nms};
-use crate::infer::arena::CpuAllocator;
+use crate::detect::{Candidate, ModelGridBox, decode_centernet, decode_segmentation, nms};
+use crate::grid_map::GridMap;
 use crate::infer::gpu::GpuProbe;
 use crate::infer::input::window_input;
 use crate::infer::memory::{self, MemorySample, MemorySource};
 use crate::infer::session::EngineOptions;
 use crate::infer::{CancelToken, Device, Engine, InferError, PatchClassifier, RuntimeError};
 use crate::model::{Model, OutputFamily, Precision};
-use crate::plan::{MemoryForecast, MemoryModel, PlanError, TilePlan, TileSpec, Window};
-use crate::resample::resample;
+use crate::plan::{PlanError, TilePlan, Window};
 use crate::rescore::rescore;
 use crate::stitch::{Maps, Stitcher};
-use crate::volume::{Geometry, Volume};
+use crate::volume::{Geometry, StudyVoxelBox, Volume};
 
-/// Boxes overlapping more than this are the same finding.
-pub const DEFAULT_NMS_IOU: f64 = 0.3;
-
-/// How to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DetectConfig {
-    pub tile: TileSpec,
-    pub device: Device,
-    /// CPU threads for ONNX Runtime.
-    pub threads: usize,
-    /// Host memory strategy of ONNX Runtime (CPU device).
-    #[serde(default)]
-    pub allocator: CpuAllocator,
-    /// `None`: the card's default (the rescoring stage's when it runs).
-    pub score_threshold: Option<f32>,
-    /// Run the card's rescoring stage, when it has one.
-    #[serde(default = "enabled")]
-    pub rescore: bool,
-    pub nms_iou: f64,
-    #[serde(default)]
-    pub precision: Precision,
-    pub ort_lib: Option<PathBuf>,
-    /// Overrides the card's memory coefficients (e.g. a calibration from `tessera sweep`).
-    #[serde(default)]
-    pub memory_model: Option<MemoryModel>,
-    /// With a chest-CT model, keep findings outside the lung field (flagged) instead of
-    /// dropping them.
-    #[serde(default)]
-    pub keep_outside_lungs: bool,
-}
-
-impl DetectConfig {
-    /// What `tessera detect` and the viewer run without options: the card's recommended
-    /// patch, exact (halo) tiling, on the CPU with every core, the rescoring stage on.
-    pub fn defaults_for(model: &Model) -> Self {
-        Self {
-            tile: TileSpec {
-                patch: model.card.recommended_patch,
-                overlap: 0.25,
-                blend: crate::plan::BlendMode::Halo,
-                allow_single_pass: false,
-                memory_budget_bytes: None,
-            },
-            device: Device::Cpu,
-            threads: std::thread::available_parallelism().map_or(1, usize::from),
-            allocator: CpuAllocator::default(),
-            score_threshold: None,
-            rescore: true,
-            nms_iou: DEFAULT_NMS_IOU,
-            precision: Precision::Fp32,
-            ort_lib: None,
-            memory_model: None,
-            keep_outside_lungs: false,
-        }
-    }
-}
-
-fn enabled() -> bool {
-    true
-}
+pub use crate::request::{
+    BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch,
+    baseline_estimate_bytes, card_memory_model, memory_model, model_geometry, patch_for_budget,
+    plan_for, resample_for, resolve_patch,
+};
 
 /// Progress, as the observer sees it.
 #[derive(Debug, Clone)]
@@ -120,7 +63,7 @@ pub enum Event {
     Failed(String),
 }
 
-/// One finding, in the patient and in the original volume.
+/// One finding, in the patient and in the original volume; det.json lists them as they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Detection {
     pub score: f32,
@@ -129,21 +72,15 @@ pub struct Detection {
     pub detector_score: Option<f32>,
     pub center_lps_mm: [f64; 3],
     pub size_mm: [f64; 3],
-    /// In the original volume's voxels, `min` inclusive, `max` exclusive.
-    pub box_voxel: BoxVoxel,
+    /// In the original volume's voxels.
+    pub box_voxel: StudyVoxelBox,
     /// The box crosses a window boundary (a core edge in halo mode).
     pub crosses_seam: bool,
     /// Its centre is outside the lung field (kept because the run was asked to keep those).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub outside_lungs: bool,
-    /// The box in the model's input grid (after resampling), for parity checks.
-    pub model_box: VoxelBox,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BoxVoxel {
-    pub min: [usize; 3],
-    pub max: [usize; 3],
+    /// The box on the model's grid (after resampling), for parity checks.
+    pub model_box: ModelGridBox,
 }
 
 /// Timings and memory of a run.
@@ -243,119 +180,6 @@ impl From<InferError> for PipelineError {
     }
 }
 
-/// The plan this run would use, without running anything. `baseline_bytes` is the memory the
-/// process holds when the run starts ([`baseline_estimate_bytes`] before it does).
-pub fn plan_for(
-    volume_size: [usize; 3],
-    model: &Model,
-    config: &DetectConfig,
-    baseline_bytes: u64,
-) -> Result<TilePlan, PlanError> {
-    let forecast = memory_model(model, config).map(|model| MemoryForecast {
-        model,
-        baseline_bytes,
-    });
-    TilePlan::new(
-        volume_size,
-        model.card.grid(),
-        &config.tile,
-        forecast.as_ref(),
-    )
-}
-
-/// The calibration a run of `config` is predicted from: its own, else the card's.
-pub fn memory_model(model: &Model, config: &DetectConfig) -> Option<MemoryModel> {
-    config
-        .memory_model
-        .or_else(|| card_memory_model(model, config.device))
-}
-
-/// What this process will hold when a run on `volume` starts: what it holds now plus the
-/// copy of the volume resampled to the model's grid (the pipeline's baseline is measured
-/// after resampling). On a GPU nothing is held before the run's own session.
-pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Device) -> u64 {
-    if device != Device::Cpu {
-        return 0;
-    }
-    let resampled = match model.card.target_spacing_mm {
-        Some(spacing) if crate::resample::resample_needed(geometry, spacing) => {
-            let size = crate::resample::resampled_size(geometry, spacing);
-            size.iter().product::<usize>() * size_of::<f32>()
-        }
-        _ => 0,
-    };
-    memory::sample().current_bytes + resampled as u64
-}
-
-/// Why no patch was chosen for a memory budget.
-#[derive(Debug, thiserror::Error)]
-pub enum BudgetError {
-    #[error(
-        "no memory model for {model} on {device}: run `tessera sweep --model ... --out DIR` to calibrate, then pass --memory-model DIR/memory_model.json (or give --patch)"
-    )]
-    Uncalibrated { model: String, device: Device },
-    #[error("plan refused: {0}")]
-    NothingFits(#[from] PlanError),
-}
-
-/// The patch [`crate::plan::choose_patch`] picks for `budget_bytes` on a volume of `geometry`
-/// (in its own voxels), from `config`'s calibration or the card's, with the process's
-/// baseline estimated now; and the forecast it was chosen with.
-pub fn patch_for_budget(
-    geometry: &Geometry,
-    model: &Model,
-    config: &DetectConfig,
-    budget_bytes: u64,
-) -> Result<([usize; 3], MemoryForecast), BudgetError> {
-    let model_memory = memory_model(model, config).ok_or_else(|| BudgetError::Uncalibrated {
-        model: model.card.name.clone(),
-        device: config.device,
-    })?;
-    let forecast = MemoryForecast {
-        model: model_memory,
-        baseline_bytes: baseline_estimate_bytes(geometry, model, config.device),
-    };
-    let size = model_geometry(geometry, model).size;
-    let patch = crate::plan::choose_patch(
-        size,
-        model.card.grid(),
-        &forecast,
-        budget_bytes,
-        config.tile.blend,
-    )?;
-    Ok((patch, forecast))
-}
-
-/// `volume` resampled to `model`'s grid; `None` when it is on that grid already (or the card
-/// asks for none).
-pub fn resample_for(
-    volume: &Volume,
-    model: &Model,
-) -> Result<Option<Volume>, crate::resample::ResampleError> {
-    match model.card.target_spacing_mm {
-        Some(spacing) => resample(volume, spacing),
-        None => Ok(None),
-    }
-}
-
-/// The grid `model` runs on for a volume of `geometry`: resampled to the card's spacing, or
-/// the volume's own when the card has none.
-pub fn model_geometry(geometry: &Geometry, model: &Model) -> Geometry {
-    match model.card.target_spacing_mm {
-        Some(spacing) => crate::resample::resampled_geometry(geometry, spacing),
-        None => geometry.clone(),
-    }
-}
-
-/// The memory coefficients the card records for this kind of device, if any.
-pub fn card_memory_model(model: &Model, device: Device) -> Option<MemoryModel> {
-    let key = match device {
-        Device::Cpu => "cpu",
-        Device::Cuda(_) | Device::TensorRt(_) => "cuda",
-    };
-    model.card.memory.get(key).map(|m| m.model)
-}
-
 /// Runs detection on `volume`. Emits events to `observer`; `cancel` stops it within a window.
 pub fn detect(
     volume: &Volume,
@@ -371,9 +195,21 @@ pub fn detect(
             detections: r.detections.len(),
         }),
         Err(PipelineError::Cancelled) => observer(&Event::Cancelled),
-        Err(e) => observer(&Event::Failed(e.to_string())),
+        Err(e) => observer(&Event::Failed(with_causes(e))),
     }
     result
+}
+
+/// `error: cause: its cause ...`, the way the CLI prints an error, for the `Failed` event.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 fn run(
@@ -419,121 +255,36 @@ fn run(
         Some(Err(reason)) => format!("{} ({reason})", config.device),
         None => format!("CPU ({} threads)", config.threads),
     };
-    let channels: &[usize] = match card.output_family {
-        OutputFamily::Centernet => &[1, 3, 3],
-        OutputFamily::Segmentation => &[1],
+    let stats = RunStats::new(plan.windows.len(), device_name, baseline_memory_bytes);
+    let mut runner = Runner {
+        model,
+        config,
+        options,
+        cancel,
+        gpu,
+        stats,
     };
-    let mut stitcher = Stitcher::new(&plan, channels);
-    let total = plan.windows.len();
-    let mut stats = RunStats {
-        windows: total,
-        elapsed_s: 0.0,
-        inference_s: 0.0,
-        peak_memory_bytes: 0,
-        memory_source: MemorySource::Unavailable,
-        window_elapsed_s: Vec::with_capacity(total),
-        window_peak_bytes: Vec::with_capacity(total),
-        peaks_dropped: 0,
-        precision_drift: None,
-        device_name,
-        host_peak_memory_bytes: 0,
-        rescored: 0,
-        rescore_s: 0.0,
-        rescore_peak_bytes: 0,
-        baseline_memory_bytes,
-        prediction_exceeded: false,
-        lung_field: None,
-    };
-    for window in &plan.windows {
-        if cancel.is_cancelled() {
-            return Err(PipelineError::Cancelled);
-        }
-        observer(&Event::WindowStarted {
-            index: window.index,
-            total,
-            window: *window,
-        });
-        memory::reset_peak();
-        let window_started = Instant::now();
-        let tensor = window_input(&input.voxels, window, &card.input);
-        let fp32_check =
-            (window.index == 0 && config.precision != Precision::Fp32).then(|| tensor.clone());
-        let outputs = engine.run(window.index, tensor, cancel)?;
-        if let Some(input) = fp32_check {
-            stats.precision_drift =
-                Some(precision_drift(model, &options, &outputs, input, cancel)?);
-        }
-        stitcher.add(window, &outputs.heads);
-        let elapsed_s = window_started.elapsed().as_secs_f64();
-        let sample = sample_memory(&mut gpu, &mut stats);
-        stats.inference_s += elapsed_s;
-        stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
-        stats.memory_source = sample.source;
-        stats.window_elapsed_s.push(elapsed_s);
-        stats.window_peak_bytes.push(sample.peak_bytes);
-        observer(&Event::WindowFinished {
-            index: window.index,
-            total,
-            window: *window,
-            elapsed_s,
-            memory: sample,
-        });
-    }
-    let maps = stitcher.finish();
+    let maps = runner.windows(&plan, input, &mut engine, observer)?;
     let stage = card.rescore.as_ref().zip(classifier.as_mut());
     let rescore_sha256 = match stage {
         Some(_) => model.rescore_file.as_ref().map(|(_, hash)| hash.clone()),
         None => None,
     };
-    let (decode_threshold, threshold) = match &stage {
-        Some((spec, _)) => (
-            spec.candidate_threshold,
-            config
-                .score_threshold
-                .unwrap_or(spec.default_score_threshold),
-        ),
-        None => {
-            let t = config
-                .score_threshold
-                .unwrap_or(card.default_score_threshold);
-            (t, t)
-        }
-    };
+    let (decode_threshold, threshold) = thresholds(model, stage.as_ref().map(|s| s.0), config);
     let (peaks, peaks_dropped) = match card.output_family {
         OutputFamily::Centernet => decode_centernet(&maps, decode_threshold, input.geometry.size),
         OutputFamily::Segmentation => {
             decode_segmentation(&maps, decode_threshold, input.geometry.size)
         }
     };
-    stats.peaks_dropped = peaks_dropped;
+    runner.stats.peaks_dropped = peaks_dropped;
     let mut boxes = nms(peaks, config.nms_iou);
     let lungs = card
         .lung_field
         .then(|| lung_field(input, &mut boxes, config.keep_outside_lungs));
     // (box, the detector's score when the stage replaced it), best first.
-    let scored: Vec<(VoxelBox, Option<f32>)> = match stage {
-        Some((spec, classifier)) => {
-            let best = &boxes[..boxes.len().min(spec.candidates)];
-            let candidates = best.len();
-            observer(&Event::RescoreStarted { candidates });
-            memory::reset_peak();
-            let stage_started = Instant::now();
-            let rescored = rescore(best, &input.voxels, &card.input, spec, classifier, cancel)?;
-            let elapsed_s = stage_started.elapsed().as_secs_f64();
-            let sample = sample_memory(&mut gpu, &mut stats);
-            stats.rescored = candidates;
-            stats.rescore_s = elapsed_s;
-            stats.rescore_peak_bytes = sample.peak_bytes;
-            observer(&Event::RescoreFinished {
-                candidates,
-                elapsed_s,
-                memory: sample,
-            });
-            rescored
-                .into_iter()
-                .map(|r| (r.voxel_box, Some(r.detector_score)))
-                .collect()
-        }
+    let scored: Vec<(Candidate, Option<f32>)> = match stage {
+        Some((spec, classifier)) => runner.rescore(&boxes, input, spec, classifier, observer)?,
         None => boxes.into_iter().map(|b| (b, None)).collect(),
     };
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
@@ -544,10 +295,11 @@ fn run(
             detector_score,
             outside_lungs: lungs
                 .as_ref()
-                .is_some_and(|(field, _)| !field.contains(b.center)),
+                .is_some_and(|(field, _)| !field.contains(b.bbox.center)),
             ..to_detection(b, &input.geometry, &volume.geometry, &seams)
         })
         .collect();
+    let mut stats = runner.stats;
     stats.lung_field = lungs.map(|(_, lung_stats)| lung_stats);
     stats.elapsed_s = started.elapsed().as_secs_f64();
     stats.prediction_exceeded = plan
@@ -572,19 +324,177 @@ fn run(
     })
 }
 
+impl RunStats {
+    /// Before the first window: nothing measured yet.
+    fn new(windows: usize, device_name: String, baseline_memory_bytes: u64) -> Self {
+        Self {
+            windows,
+            elapsed_s: 0.0,
+            inference_s: 0.0,
+            peak_memory_bytes: 0,
+            memory_source: MemorySource::Unavailable,
+            window_elapsed_s: Vec::with_capacity(windows),
+            window_peak_bytes: Vec::with_capacity(windows),
+            peaks_dropped: 0,
+            precision_drift: None,
+            device_name,
+            host_peak_memory_bytes: 0,
+            rescored: 0,
+            rescore_s: 0.0,
+            rescore_peak_bytes: 0,
+            baseline_memory_bytes,
+            prediction_exceeded: false,
+            lung_field: None,
+        }
+    }
+}
+
+/// `(decode threshold, detection threshold)`: with a rescoring stage the detector decodes at
+/// the stage's candidate threshold and the stage's score decides; without one the detector's.
+fn thresholds(
+    model: &Model,
+    stage: Option<&crate::model::RescoreSpec>,
+    config: &DetectConfig,
+) -> (f32, f32) {
+    match stage {
+        Some(spec) => (
+            spec.candidate_threshold,
+            config
+                .score_threshold
+                .unwrap_or(spec.default_score_threshold),
+        ),
+        None => {
+            let t = config
+                .score_threshold
+                .unwrap_or(model.card.default_score_threshold);
+            (t, t)
+        }
+    }
+}
+
+/// What a run works with between its set-up and its result: the windows and the rescoring
+/// stage measure into its stats.
+struct Runner<'a> {
+    model: &'a Model,
+    config: &'a DetectConfig,
+    options: EngineOptions<'a>,
+    cancel: &'a CancelToken,
+    gpu: Option<Result<GpuProbe, String>>,
+    stats: RunStats,
+}
+
+impl Runner<'_> {
+    /// Runs every window of `plan` on `input` and stitches their outputs.
+    fn windows(
+        &mut self,
+        plan: &TilePlan,
+        input: &Volume,
+        engine: &mut Engine,
+        observer: &mut dyn FnMut(&Event),
+    ) -> Result<Maps, PipelineError> {
+        let channels: Vec<usize> = self.model.card.heads().iter().map(|h| h.channels).collect();
+        let mut stitcher = Stitcher::new(plan, &channels);
+        let total = plan.windows.len();
+        for window in &plan.windows {
+            if self.cancel.is_cancelled() {
+                return Err(PipelineError::Cancelled);
+            }
+            observer(&Event::WindowStarted {
+                index: window.index,
+                total,
+                window: *window,
+            });
+            memory::reset_peak();
+            let window_started = Instant::now();
+            let tensor = window_input(&input.voxels, window, &self.model.card.input);
+            let fp32_check = (window.index == 0 && self.config.precision != Precision::Fp32)
+                .then(|| tensor.clone());
+            let outputs = engine.run(window.index, tensor, self.cancel)?;
+            if let Some(input) = fp32_check {
+                self.stats.precision_drift = Some(precision_drift(
+                    self.model,
+                    &self.options,
+                    &outputs,
+                    input,
+                    self.cancel,
+                )?);
+            }
+            stitcher.add(window, &outputs.heads);
+            let elapsed_s = window_started.elapsed().as_secs_f64();
+            let sample = sample_memory(&mut self.gpu, &mut self.stats);
+            let stats = &mut self.stats;
+            stats.inference_s += elapsed_s;
+            stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
+            stats.memory_source = sample.source;
+            stats.window_elapsed_s.push(elapsed_s);
+            stats.window_peak_bytes.push(sample.peak_bytes);
+            observer(&Event::WindowFinished {
+                index: window.index,
+                total,
+                window: *window,
+                elapsed_s,
+                memory: sample,
+            });
+        }
+        Ok(stitcher.finish())
+    }
+
+    /// The stage's scores for the best of `boxes`: `(box, the detector's score)`, best first.
+    fn rescore(
+        &mut self,
+        boxes: &[Candidate],
+        input: &Volume,
+        spec: &crate::model::RescoreSpec,
+        classifier: &mut PatchClassifier,
+        observer: &mut dyn FnMut(&Event),
+    ) -> Result<Vec<(Candidate, Option<f32>)>, PipelineError> {
+        let best = &boxes[..boxes.len().min(spec.candidates)];
+        let candidates = best.len();
+        observer(&Event::RescoreStarted { candidates });
+        memory::reset_peak();
+        let stage_started = Instant::now();
+        let card = &self.model.card;
+        let rescored = rescore(
+            best,
+            &input.voxels,
+            &card.input,
+            spec,
+            classifier,
+            self.cancel,
+        )?;
+        let elapsed_s = stage_started.elapsed().as_secs_f64();
+        let sample = sample_memory(&mut self.gpu, &mut self.stats);
+        self.stats.rescored = candidates;
+        self.stats.rescore_s = elapsed_s;
+        self.stats.rescore_peak_bytes = sample.peak_bytes;
+        observer(&Event::RescoreFinished {
+            candidates,
+            elapsed_s,
+            memory: sample,
+        });
+        Ok(rescored
+            .into_iter()
+            .map(|r| (r.candidate, Some(r.detector_score)))
+            .collect())
+    }
+}
+
 /// The lung field of `input`, and `boxes` without the candidates outside it (all kept when
 /// `keep_outside`: they are flagged on the detections).
 fn lung_field(
     input: &Volume,
-    boxes: &mut Vec<VoxelBox>,
+    boxes: &mut Vec<Candidate>,
     keep_outside: bool,
 ) -> (crate::lung::LungField, LungFieldStats) {
     let started = Instant::now();
     let field = crate::lung::segment(&input.voxels, input.geometry.spacing_mm);
     let before = boxes.len();
-    let outside = boxes.iter().filter(|b| !field.contains(b.center)).count();
+    let outside = boxes
+        .iter()
+        .filter(|b| !field.contains(b.bbox.center))
+        .count();
     if !keep_outside {
-        boxes.retain(|b| field.contains(b.center));
+        boxes.retain(|b| field.contains(b.bbox.center));
     }
     let stats = LungFieldStats {
         volume_ml: field.volume_ml(),
@@ -608,42 +518,23 @@ fn sample_memory(gpu: &mut Option<Result<GpuProbe, String>>, stats: &mut RunStat
 
 /// Maps a box on the model grid to the patient and to the original volume's voxels.
 fn to_detection(
-    b: VoxelBox,
+    c: Candidate,
     model: &Geometry,
     original: &Geometry,
     seams: &[Vec<usize>; 3],
 ) -> Detection {
+    let b = c.bbox;
     let center_lps_mm = model.world_from_voxel.apply(b.center);
     let size_mm = std::array::from_fn(|a| b.size[a] * model.spacing_mm[a]);
     let (lo, hi) = (b.min(), b.max());
-    // The original grid's voxel range covering the box's eight corners.
-    let voxel_from_world = original.world_from_voxel.inverse();
-    let mut min = [f64::INFINITY; 3];
-    let mut max = [f64::NEG_INFINITY; 3];
-    for corner in 0..8 {
-        let p = std::array::from_fn(|a| if corner >> a & 1 == 0 { lo[a] } else { hi[a] });
-        let world = model.world_from_voxel.apply(p);
-        let v = voxel_from_world.map_or(p, |m| m.apply(world));
-        for a in 0..3 {
-            min[a] = min[a].min(v[a]);
-            max[a] = max[a].max(v[a]);
-        }
-    }
-    let box_voxel = BoxVoxel {
-        min: std::array::from_fn(|a| {
-            (min[a] + 0.5).floor().clamp(0.0, original.size[a] as f64) as usize
-        }),
-        max: std::array::from_fn(|a| {
-            ((max[a] + 0.5).ceil().clamp(0.0, original.size[a] as f64) as usize).max(1)
-        }),
-    };
+    let box_voxel = GridMap::new(model, original).study_voxels_of_box(lo, hi);
     let crosses_seam = (0..3).any(|a| {
         seams[a]
             .iter()
             .any(|&s| lo[a] < s as f64 - 0.5 && hi[a] > s as f64 - 0.5)
     });
     Detection {
-        score: b.score,
+        score: c.score,
         detector_score: None,
         center_lps_mm,
         size_mm,

@@ -7,9 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::VoxelBox;
 use crate::infer::MemorySource;
-use crate::pipeline::{BoxVoxel, DetectionResult};
+use crate::pipeline::{Detection, DetectionResult};
 use crate::plan::BlendMode;
 
 /// The schema name and version written into every `det.json`.
@@ -31,7 +30,7 @@ pub struct DetectionReport {
     pub model: ModelRecord,
     pub plan: PlanRecord,
     pub stats: StatsRecord,
-    pub detections: Vec<DetectionRecord>,
+    pub detections: Vec<Detection>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,38 +116,6 @@ pub struct StatsRecord {
     pub lung_field: Option<crate::pipeline::LungFieldStats>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DetectionRecord {
-    pub score: f32,
-    /// The detector's own score, when the rescoring stage replaced it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detector_score: Option<f32>,
-    pub center_lps_mm: [f64; 3],
-    pub size_mm: [f64; 3],
-    pub box_voxel: BoxVoxel,
-    pub crosses_seam: bool,
-    /// Its centre is outside the lung field (kept because the run was asked to keep those).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub outside_lungs: bool,
-    /// The box on the model's grid (voxels), for parity checks.
-    pub model_box: ModelBox,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ModelBox {
-    pub center: [f64; 3],
-    pub size: [f64; 3],
-}
-
-impl From<VoxelBox> for ModelBox {
-    fn from(b: VoxelBox) -> Self {
-        Self {
-            center: b.center,
-            size: b.size,
-        }
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     #[error("cannot write {}", path.display())]
@@ -157,10 +124,22 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot read {}: {reason}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         path: std::path::PathBuf,
-        reason: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a detections file", path.display())]
+    Parse {
+        path: std::path::PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{} has schema {found}, not {SCHEMA}", path.display())]
+    Schema {
+        path: std::path::PathBuf,
+        found: String,
     },
 }
 
@@ -224,20 +203,7 @@ impl DetectionReport {
                 prediction_exceeded: result.stats.prediction_exceeded,
                 lung_field: result.stats.lung_field.clone(),
             },
-            detections: result
-                .detections
-                .iter()
-                .map(|d| DetectionRecord {
-                    score: d.score,
-                    detector_score: d.detector_score,
-                    center_lps_mm: d.center_lps_mm,
-                    size_mm: d.size_mm,
-                    box_voxel: d.box_voxel,
-                    crosses_seam: d.crosses_seam,
-                    outside_lungs: d.outside_lungs,
-                    model_box: d.model_box.into(),
-                })
-                .collect(),
+            detections: result.detections.clone(),
         }
     }
 
@@ -248,17 +214,20 @@ impl DetectionReport {
 
     /// Reads a `det.json`, checking its schema.
     pub fn read_json(path: &Path) -> Result<Self, ReportError> {
-        let read_error = |reason: String| ReportError::Read {
-            path: path.to_path_buf(),
-            reason,
+        let path = path.to_path_buf();
+        let bytes = match crate::io::read_regular_file(&path) {
+            Ok(bytes) => bytes,
+            Err(source) => return Err(ReportError::Read { path, source }),
         };
-        let bytes = crate::io::read_regular_file(path).map_err(|e| read_error(e.to_string()))?;
-        let report: Self = serde_json::from_slice(&bytes).map_err(|e| read_error(e.to_string()))?;
+        let report: Self = match serde_json::from_slice(&bytes) {
+            Ok(report) => report,
+            Err(source) => return Err(ReportError::Parse { path, source }),
+        };
         if report.schema != SCHEMA {
-            return Err(read_error(format!(
-                "schema {} is not {SCHEMA}",
-                report.schema
-            )));
+            return Err(ReportError::Schema {
+                path,
+                found: report.schema,
+            });
         }
         Ok(report)
     }

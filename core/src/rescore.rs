@@ -4,7 +4,7 @@
 
 use ndarray::{Array5, Axis};
 
-use crate::detect::VoxelBox;
+use crate::detect::Candidate;
 use crate::infer::input::candidate_patch;
 use crate::infer::{CancelToken, InferError, PatchClassifier};
 use crate::model::{InputSpec, RescoreSpec};
@@ -16,8 +16,8 @@ pub const BATCH: usize = 32;
 /// A candidate after rescoring.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rescored {
-    /// The box with the final score (the card's `combine` of both).
-    pub voxel_box: VoxelBox,
+    /// The candidate with the final score (the card's `combine` of both).
+    pub candidate: Candidate,
     /// What the detector gave it.
     pub detector_score: f32,
 }
@@ -25,7 +25,7 @@ pub struct Rescored {
 /// Rescores `candidates` (the detector's best, in its order). Returns them sorted by the new
 /// score, ties in the detector's order.
 pub fn rescore(
-    candidates: &[VoxelBox],
+    candidates: &[Candidate],
     voxels: &Voxels,
     input: &InputSpec,
     spec: &RescoreSpec,
@@ -37,17 +37,22 @@ pub fn rescore(
     for chunk in candidates.chunks(BATCH) {
         let mut batch = Array5::<f32>::zeros((chunk.len(), 1, edge, edge, edge));
         for (mut slot, b) in batch.axis_iter_mut(Axis(0)).zip(chunk) {
-            candidate_patch(slot.index_axis_mut(Axis(0), 0), voxels, b.center, input);
+            candidate_patch(
+                slot.index_axis_mut(Axis(0), 0),
+                voxels,
+                b.bbox.center,
+                input,
+            );
         }
         let scores = classifier.run(batch, cancel)?;
         rescored.extend(chunk.iter().zip(scores).map(|(b, p)| Rescored {
-            voxel_box: VoxelBox {
+            candidate: Candidate {
                 score: spec.combine.score(b.score, p),
                 ..*b
             },
             detector_score: b.score,
         }));
     }
-    rescored.sort_by(|a, b| b.voxel_box.score.total_cmp(&a.voxel_box.score));
+    rescored.sort_by(|a, b| b.candidate.score.total_cmp(&a.candidate.score));
     Ok(rescored)
 }

@@ -119,6 +119,10 @@ fn pixel_length_at(data: &[u8]) -> usize {
 }
 
 /// Every kind of damaged DICOM input the suite checks, generated from real slices.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one table of cases, read top to bottom"
+)]
 pub fn dicom_kinds() -> Vec<DicomKind> {
     macro_rules! kind {
         ($name:expr, $reason:expr, $damage:expr) => {

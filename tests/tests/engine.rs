@@ -302,20 +302,56 @@ fn a_segmentation_model_gives_component_boxes_and_tiles_exactly() {
     assert!(tiled.detections.iter().any(|d| d.crosses_seam));
 }
 
-#[test]
-fn a_model_whose_input_differs_from_its_card_is_refused() {
-    if !runtime_available() {
-        return;
-    }
+/// The test model with its card edited by `edit`, in a temporary folder (kept while the
+/// returned guard lives).
+fn tiny_model_with_card(edit: impl Fn(String) -> String) -> (tempfile::TempDir, Model) {
     let dir = tempfile::tempdir().unwrap();
     let source = shipped_models_dir().join("tessera-test-tiny");
     for f in ["model.onnx", "model_fp16.onnx"] {
         std::fs::copy(source.join(f), dir.path().join(f)).unwrap();
     }
-    let card = std::fs::read_to_string(source.join("model.json")).unwrap();
-    let card = card.replace("\"name\": \"ct\"", "\"name\": \"image\"");
+    let card = edit(std::fs::read_to_string(source.join("model.json")).unwrap());
     std::fs::write(dir.path().join("model.json"), card).unwrap();
     let model = Model::load(dir.path()).unwrap();
+    (dir, model)
+}
+
+#[test]
+fn a_card_whose_heads_are_swapped_is_refused_at_load() {
+    if !runtime_available() {
+        return;
+    }
+    // The heatmap head names the 3-channel size output, and the other way round.
+    let (_dir, model) = tiny_model_with_card(|card| {
+        card.replace("\"name\": \"heatmap\"", "\"name\": \"SWAP\"")
+            .replace("\"name\": \"size\"", "\"name\": \"heatmap\"")
+            .replace("\"name\": \"SWAP\"", "\"name\": \"size\"")
+    });
+    let mut events = 0;
+    let err = pipeline::detect(
+        &volume(),
+        &model,
+        &config([64, 64, 32], BlendMode::Halo),
+        &CancelToken::new(),
+        &mut |e| events += usize::from(matches!(e, Event::WindowStarted { .. })),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "output 'size' is not the head its card describes: it has 3 channels, the card's head needs 1"
+        ),
+        "{err}"
+    );
+    assert_eq!(events, 0, "refused before any window ran");
+}
+
+#[test]
+fn a_model_whose_input_differs_from_its_card_is_refused() {
+    if !runtime_available() {
+        return;
+    }
+    let (_dir, model) =
+        tiny_model_with_card(|card| card.replace("\"name\": \"ct\"", "\"name\": \"image\""));
     let err = pipeline::detect(
         &volume(),
         &model,

@@ -12,9 +12,10 @@ use tessera_core::infer::{CancelToken, Device};
 use tessera_core::model::{Model, Precision, shipped_models_dir};
 use tessera_core::parity::{Tolerances, compare, compare_detections};
 use tessera_core::phantom::{self, PhantomSpec};
+use tessera_core::pipeline::Detection;
 use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig};
 use tessera_core::plan::{BlendMode, TileSpec};
-use tessera_core::report::{DetectionRecord, DetectionReport};
+use tessera_core::report::DetectionReport;
 use tessera_core::volume::Volume;
 use tessera_tests::{runtime_available, shared_data};
 
@@ -282,8 +283,7 @@ fn assert_golden(
         eprintln!("golden file rewritten: {}", path.display());
         return;
     }
-    let golden: Vec<DetectionRecord> =
-        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let golden: Vec<Detection> = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert!(!golden.is_empty());
     let parity = compare_detections(
         &golden,

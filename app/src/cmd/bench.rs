@@ -55,7 +55,7 @@ pub enum BenchWhat {
     /// phantom generated in memory.
     View {
         /// Phantom size in voxels, `XxYxZ`.
-        #[arg(long, default_value = "512x512x600", value_parser = super::phantom::parse_size, value_name = "XxYxZ")]
+        #[arg(long, default_value = "512x512x600", value_parser = crate::common::parse::parse_size, value_name = "XxYxZ")]
         size: [usize; 3],
     },
     /// Several detection runs in one process, as the viewer makes them: process start to the
@@ -82,10 +82,10 @@ pub enum BenchWhat {
     /// Generate and write a phantom.
     Phantom {
         /// Phantom size in voxels, `XxYxZ`.
-        #[arg(long, default_value = "512x512x300", value_parser = super::phantom::parse_size, value_name = "XxYxZ")]
+        #[arg(long, default_value = "512x512x300", value_parser = crate::common::parse::parse_size, value_name = "XxYxZ")]
         size: [usize; 3],
         /// Voxel spacing in millimetres, `x,y,z`.
-        #[arg(long, default_value = "0.7,0.7,1.25", value_parser = super::phantom::parse_spacing, value_name = "X,Y,Z")]
+        #[arg(long, default_value = "0.7,0.7,1.25", value_parser = crate::common::parse::parse_spacing, value_name = "X,Y,Z")]
         spacing: [f64; 3],
     },
 }
@@ -252,14 +252,14 @@ fn detect_bench(
     allocators: &str,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    let study = super::phantom::study_or_demo(path)?;
+    let study = crate::common::demo::study_or_demo(path)?;
     // The children decode the series; here the headers give the size.
     let size = dicom::open_geometry(&study, None, Default::default())?.size;
     // A patch at least as large as the volume: the whole-volume reference.
     let whole = size.map(|n| n.div_ceil(2) * 2);
     let mut runs: Vec<(String, [usize; 3])> = vec![("whole".into(), whole)];
     for p in patches.split(',').filter(|p| !p.trim().is_empty()) {
-        let patch = super::phantom::parse_size(p.trim()).map_err(anyhow::Error::msg)?;
+        let patch = crate::common::parse::parse_size(p.trim()).map_err(anyhow::Error::msg)?;
         runs.push((p.trim().to_string(), patch));
     }
     let exe = std::env::current_exe().context("finding the tessera executable")?;
@@ -312,8 +312,8 @@ fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
     use tessera_core::infer::CancelToken;
     use tessera_core::model::Model;
     use tessera_core::pipeline::{self, DetectConfig, Event};
-    let study = super::phantom::study_or_demo(path)?;
-    let model = Model::load(&super::detect::default_model_dir()?)?;
+    let study = crate::common::demo::study_or_demo(path)?;
+    let model = Model::load(&tessera_core::model::default_detector()?)?;
     let loading = Instant::now();
     let (volume, _) = dicom::open(&study, None, Default::default())
         .with_context(|| format!("opening {}", study.display()))?;
@@ -370,8 +370,8 @@ fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
 fn lungs_bench(path: Option<&Path>, repeat: usize, png: Option<&Path>) -> anyhow::Result<()> {
     use tessera_core::lung;
     use tessera_core::model::Model;
-    let study = super::phantom::study_or_demo(path)?;
-    let model = Model::load(&super::detect::default_model_dir()?)?;
+    let study = crate::common::demo::study_or_demo(path)?;
+    let model = Model::load(&tessera_core::model::default_detector()?)?;
     let (volume, _) = dicom::open(&study, None, Default::default())
         .with_context(|| format!("opening {}", study.display()))?;
     let resampled = tessera_core::pipeline::resample_for(&volume, &model)?;

@@ -7,12 +7,26 @@ use anyhow::Context as _;
 use plotters::prelude::*;
 use tessera_core::plan::{MemoryForecast, MemoryModel};
 
-use super::sweep::Row;
+/// One run on the chart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChartPoint {
+    pub largest_window_voxels: usize,
+    pub peak_bytes: u64,
+    pub inference_s: f64,
+}
+
+/// What the chart draws: the runs, and the memory the process held before the first (the
+/// predicted bound adds to it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChartData {
+    pub points: Vec<ChartPoint>,
+    pub baseline_bytes: u64,
+}
 
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSansMono.ttf");
 
 pub fn memory_chart(
-    rows: &[Row],
+    data: &ChartData,
     memory: Option<&MemoryModel>,
     budget: Option<u64>,
     out: &Path,
@@ -23,7 +37,7 @@ pub fn memory_chart(
     let svg = out.join("memory.svg");
     draw(
         &SVGBackend::new(&svg, (1100, 480)).into_drawing_area(),
-        rows,
+        data,
         memory,
         budget,
     )
@@ -31,7 +45,7 @@ pub fn memory_chart(
     let png = out.join("memory.png");
     draw(
         &BitMapBackend::new(&png, (1100, 480)).into_drawing_area(),
-        rows,
+        data,
         memory,
         budget,
     )
@@ -43,7 +57,7 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
-    rows: &[Row],
+    data: &ChartData,
     memory: Option<&MemoryModel>,
     budget: Option<u64>,
 ) -> anyhow::Result<()>
@@ -53,13 +67,14 @@ where
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("{e:?}");
     root.fill(&WHITE).map_err(err)?;
     let (left, right) = root.split_horizontally(560);
-    let points: Vec<(f64, f64, f64)> = rows
+    let points: Vec<(f64, f64, f64)> = data
+        .points
         .iter()
-        .map(|r| {
+        .map(|p| {
             (
-                r.largest_window_voxels as f64 / 1e6,
-                r.report.stats.peak_memory_bytes as f64 / GIB,
-                r.report.stats.inference_s,
+                p.largest_window_voxels as f64 / 1e6,
+                p.peak_bytes as f64 / GIB,
+                p.inference_s,
             )
         })
         .collect();
@@ -95,12 +110,9 @@ where
         .label("measured")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLUE.filled()));
     if let Some(m) = memory {
-        // The bound adds to each run's baseline; the runs share a study, so the reference's.
         let forecast = MemoryForecast {
             model: *m,
-            baseline_bytes: rows
-                .first()
-                .map_or(0, |r| r.report.stats.baseline_memory_bytes),
+            baseline_bytes: data.baseline_bytes,
         };
         let line = (0..=50).map(|i| {
             let x = max_x * f64::from(i) / 50.0;

@@ -10,19 +10,16 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
+use tessera_core::calibration::MemoryModelFile;
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
-use tessera_core::model::{
-    Model, Precision, is_test_model, shipped_model_dirs, shipped_models_dir,
-};
-use tessera_core::pipeline::{
-    self, BudgetError, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError,
-};
-use tessera_core::plan::{BlendMode, TileSpec, format_bytes, parse_bytes};
+use tessera_core::model::{Model, Precision, default_detector};
+use tessera_core::pipeline::{self, BudgetError, DetectConfig, Event, PatchChoice, PipelineError};
+use tessera_core::plan::{BlendMode, MemoryModel, TileSpec, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
 
-use super::phantom::parse_size;
 use super::{flags, outputs};
+use crate::common::parse::parse_size;
 
 #[derive(Debug, clap::Args)]
 pub struct DetectArgs {
@@ -105,15 +102,15 @@ const EXIT_CANCELLED: u8 = 130;
 pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
     let model_dir = match &args.model {
         Some(dir) => dir.clone(),
-        None => default_model_dir()?,
+        None => default_detector()?,
     };
     let model = Model::load(&model_dir)
         .with_context(|| format!("loading the model in {}", model_dir.display()))?;
     let memory_model = match &args.memory_model {
-        Some(path) => Some(super::sweep::read_memory_model(path)?.model),
+        Some(path) => Some(MemoryModelFile::read(path)?.model),
         None => None,
     };
-    let path = super::phantom::study_or_demo(args.path.as_deref())?;
+    let path = crate::common::demo::study_or_demo(args.path.as_deref())?;
     let options = tessera_core::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
@@ -127,45 +124,9 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     for warning in &volume.warnings {
         eprintln!("warning: {warning}");
     }
-    let mut config = DetectConfig {
-        tile: TileSpec {
-            patch: args.patch.unwrap_or(model.card.recommended_patch),
-            overlap: args.overlap,
-            blend: args.blend,
-            allow_single_pass: args.allow_single_pass,
-            memory_budget_bytes: args.memory_budget,
-        },
-        device: args.device,
-        threads: args
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
-        allocator: args.allocator,
-        score_threshold: args.score_threshold,
-        rescore: !args.no_rescore,
-        nms_iou: DEFAULT_NMS_IOU,
-        ort_lib: ort_lib.map(std::path::Path::to_path_buf),
-        precision: args.precision,
-        memory_model,
-        keep_outside_lungs: args.keep_outside_lungs,
-    };
-    if let (None, Some(budget)) = (args.patch, args.memory_budget) {
-        match pipeline::patch_for_budget(&volume.geometry, &model, &config, budget) {
-            Ok((patch, forecast)) => {
-                eprintln!(
-                    "patch {} chosen for the budget of {} (predicted ≤ {}, {})",
-                    tessera_core::volume::format_size(patch),
-                    format_bytes(budget),
-                    format_bytes(forecast.peak_bytes(patch.iter().product())),
-                    forecast.model.describe()
-                );
-                config.tile.patch = patch;
-            }
-            Err(refusal @ BudgetError::NothingFits(_)) => {
-                eprintln!("error: {refusal}");
-                return Ok(ExitCode::from(EXIT_REFUSED));
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let mut config = config(args, &model, ort_lib, memory_model);
+    if !resolve_patch(args, &volume.geometry, &model, &mut config)? {
+        return Ok(ExitCode::from(EXIT_REFUSED));
     }
 
     let cancel = CancelToken::new();
@@ -206,6 +167,82 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     }
     let report = DetectionReport::from_result(&result);
     report.write_files(&args.out, args.csv.as_deref())?;
+    print_summary(&result, &report, &args.out);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The shipped detector: the first model folder that is not a test model.
+/// The core's defaults, changed by the flags.
+fn config(
+    args: &DetectArgs,
+    model: &Model,
+    ort_lib: Option<&std::path::Path>,
+    memory_model: Option<MemoryModel>,
+) -> DetectConfig {
+    let defaults = DetectConfig::defaults_for(model);
+    DetectConfig {
+        tile: TileSpec {
+            patch: args.patch.unwrap_or(defaults.tile.patch),
+            overlap: args.overlap,
+            blend: args.blend,
+            allow_single_pass: args.allow_single_pass,
+            memory_budget_bytes: args.memory_budget,
+        },
+        device: args.device,
+        threads: args.threads.unwrap_or(defaults.threads),
+        allocator: args.allocator,
+        score_threshold: args.score_threshold,
+        rescore: !args.no_rescore,
+        ort_lib: ort_lib.map(std::path::Path::to_path_buf),
+        precision: args.precision,
+        memory_model,
+        keep_outside_lungs: args.keep_outside_lungs,
+        ..defaults
+    }
+}
+
+/// Sets the patch: `--patch`, the one the core chooses for `--memory-budget`, or the card's.
+/// `Ok(false)`: nothing fits the budget (said on stderr; the run is refused).
+fn resolve_patch(
+    args: &DetectArgs,
+    geometry: &tessera_core::Geometry,
+    model: &Model,
+    config: &mut DetectConfig,
+) -> anyhow::Result<bool> {
+    let choice = match (args.patch, args.memory_budget) {
+        (None, Some(budget_bytes)) => PatchChoice::Budget { budget_bytes },
+        _ => PatchChoice::Fixed(config.tile.patch),
+    };
+    match pipeline::resolve_patch(geometry, model, config, choice) {
+        Ok(resolved) => {
+            if let (Some(forecast), PatchChoice::Budget { budget_bytes }) =
+                (resolved.forecast, choice)
+            {
+                eprintln!(
+                    "patch {} chosen for the budget of {} (predicted ≤ {}, {})",
+                    tessera_core::volume::format_size(resolved.patch),
+                    format_bytes(budget_bytes),
+                    format_bytes(forecast.peak_bytes(resolved.patch.iter().product())),
+                    forecast.model.describe()
+                );
+            }
+            config.tile.patch = resolved.patch;
+            Ok(true)
+        }
+        Err(refusal @ BudgetError::NothingFits(_)) => {
+            eprintln!("error: {refusal}");
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The closing line (and the warning when the peak went over its prediction).
+fn print_summary(
+    result: &pipeline::DetectionResult,
+    report: &DetectionReport,
+    out: &std::path::Path,
+) {
     let rescored = match result.rescore_sha256 {
         Some(_) => format!(
             ", {} candidates rescored in {:.2} s",
@@ -224,7 +261,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         result.stats.windows,
         format_bytes(result.stats.peak_memory_bytes),
         result.stats.memory_source,
-        args.out.display()
+        out.display()
     );
     if result.stats.prediction_exceeded {
         eprintln!(
@@ -236,23 +273,6 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
                 .map_or(String::new(), format_bytes)
         );
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The shipped detector: the first model folder that is not a test model.
-pub fn default_model_dir() -> anyhow::Result<PathBuf> {
-    let root = shipped_models_dir();
-    shipped_model_dirs()
-        .with_context(|| format!("listing the shipped models in {}", root.display()))?
-        .into_iter()
-        .find(|p| !is_test_model(p))
-        .with_context(|| {
-            format!(
-                "no trained detector is shipped yet in {}: pass --model {}/tessera-test-tiny to run the engine's test model (random weights, finds nothing meaningful)",
-                root.display(),
-                root.display()
-            )
-        })
 }
 
 /// Per-window progress on stderr: a bar with elapsed, remaining and memory on a terminal, one

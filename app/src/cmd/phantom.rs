@@ -1,10 +1,13 @@
 //! `tessera phantom`: write a synthetic chest CT with ground truth; and the cached demo study.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context as _;
 use tessera_core::phantom::{self, PhantomSpec};
+
+use crate::common::demo::{check_phantom_folder, write_folder};
+use crate::common::parse::{parse_size, parse_spacing};
 
 #[derive(Debug, clap::Args)]
 pub struct PhantomArgs {
@@ -73,151 +76,4 @@ pub fn run(args: &PhantomArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// The demo study's recipe. Bump `DEMO_VERSION` when the phantom's output changes.
-pub fn demo_spec() -> PhantomSpec {
-    PhantomSpec {
-        seed: 7,
-        size: [512, 512, 160],
-        spacing_mm: [0.7, 0.7, 2.0],
-        nodules: 6,
-        noise_hu: 18.0,
-    }
-}
-const DEMO_VERSION: u32 = 1;
-
-/// `path`, or the demo study when there is none (every command's default).
-pub fn study_or_demo(path: Option<&Path>) -> anyhow::Result<PathBuf> {
-    match path {
-        Some(p) => Ok(p.to_path_buf()),
-        None => demo_study_dir().context("preparing the demo study"),
-    }
-}
-
-/// The demo study as a DICOM folder in the user's cache, written on first use.
-pub fn demo_study_dir() -> anyhow::Result<PathBuf> {
-    let dir = cache_root().join(format!("demo-v{DEMO_VERSION}-seed{}", demo_spec().seed));
-    if dir.join(phantom::TRUTH_FILE).is_file() {
-        return Ok(dir);
-    }
-    eprintln!("writing the demo study to {} (once)...", dir.display());
-    let phantom = phantom::generate(&demo_spec()).context("generating the demo study")?;
-    match write_folder(&phantom, &dir) {
-        Ok(()) => Ok(dir),
-        // Another process finished first: theirs is identical (same seed), use it.
-        Err(_) if dir.join(phantom::TRUTH_FILE).is_file() => Ok(dir),
-        Err(e) => Err(e).with_context(|| format!("writing the demo study into {}", dir.display())),
-    }
-}
-
-/// Refuses a folder that holds anything but a previous phantom (or nothing).
-fn check_phantom_folder(dir: &Path) -> Result<(), tessera_core::io::OutputError> {
-    let refuse = |reason: String| tessera_core::io::OutputError::NotOurFolder {
-        path: dir.to_path_buf(),
-        reason,
-    };
-    let Ok(meta) = std::fs::metadata(dir) else {
-        return Ok(()); // does not exist yet
-    };
-    if !meta.is_dir() {
-        return Err(tessera_core::io::OutputError::NotAFile {
-            path: dir.to_path_buf(),
-            kind: "not a folder",
-        });
-    }
-    let entries = std::fs::read_dir(dir).map_err(|e| refuse(e.to_string()))?;
-    let mut names = Vec::new();
-    for entry in entries {
-        names.push(entry.map_err(|e| refuse(e.to_string()))?.file_name());
-    }
-    if names.is_empty() {
-        return Ok(());
-    }
-    let ours = |name: &std::ffi::OsStr| {
-        let name = name.to_string_lossy();
-        name == phantom::TRUTH_FILE || (name.starts_with("IMG") && name.ends_with(".dcm"))
-    };
-    if !names.iter().any(|n| n == phantom::TRUTH_FILE) {
-        return Err(refuse(format!(
-            "{} entries and no {}",
-            names.len(),
-            phantom::TRUTH_FILE
-        )));
-    }
-    match names.iter().find(|n| !ours(n)) {
-        Some(other) => Err(refuse(format!(
-            "{} is not a phantom's file",
-            other.to_string_lossy()
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Writes the phantom into a staging folder beside `dir`, then swaps it in: a half-written
-/// phantom is never seen, and a previous one is replaced as a whole.
-fn write_folder(phantom: &phantom::Phantom, dir: &Path) -> anyhow::Result<()> {
-    let staging = dir.with_extension(format!("tmp-{}", std::process::id()));
-    let result = (|| -> anyhow::Result<()> {
-        phantom::write_series(phantom, &staging)?;
-        if dir.exists() {
-            // Checked by `check_phantom_folder`: empty or a previous phantom.
-            std::fs::remove_dir_all(dir).with_context(|| format!("replacing {}", dir.display()))?;
-        }
-        std::fs::rename(&staging, dir).with_context(|| format!("moving into {}", dir.display()))
-    })();
-    if result.is_err() && staging.exists() {
-        let _ = std::fs::remove_dir_all(&staging);
-    }
-    result
-}
-
-/// `$TESSERA_CACHE_DIR`, else `$XDG_CACHE_HOME/tessera`, else `~/.cache/tessera`.
-fn cache_root() -> PathBuf {
-    let from_env = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    from_env("TESSERA_CACHE_DIR")
-        .or_else(|| from_env("XDG_CACHE_HOME").map(|p| p.join("tessera")))
-        .or_else(|| from_env("HOME").map(|p| Path::new(&p).join(".cache").join("tessera")))
-        .unwrap_or_else(|| std::env::temp_dir().join("tessera-cache"))
-}
-
-/// `512x512x64` -> `[512, 512, 64]`.
-pub fn parse_size(text: &str) -> Result<[usize; 3], String> {
-    let parts: Vec<&str> = text.split(['x', 'X']).collect();
-    let values: Result<Vec<usize>, _> = parts.iter().map(|p| p.trim().parse::<usize>()).collect();
-    match values {
-        Ok(v) if v.len() == 3 && v.iter().all(|n| *n > 0) => Ok([v[0], v[1], v[2]]),
-        _ => Err(format!("'{text}' is not a size like 512x512x64")),
-    }
-}
-
-/// `0.7,0.7,1.25` -> `[0.7, 0.7, 1.25]`.
-pub fn parse_spacing(text: &str) -> Result<[f64; 3], String> {
-    let values: Result<Vec<f64>, _> = text.split(',').map(|p| p.trim().parse::<f64>()).collect();
-    match values {
-        Ok(v) if v.len() == 3 && v.iter().all(|s| s.is_finite() && *s > 0.0) => {
-            Ok([v[0], v[1], v[2]])
-        }
-        _ => Err(format!(
-            "'{text}' is not a spacing like 0.7,0.7,1.25 (mm, all positive)"
-        )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_and_spacings_parse_or_explain() {
-        assert_eq!(parse_size("512x512x64"), Ok([512, 512, 64]));
-        assert!(parse_size("512x512").unwrap_err().contains("512x512x64"));
-        assert!(parse_size("0x1x1").is_err());
-        assert_eq!(parse_spacing("0.7,0.7,1.25"), Ok([0.7, 0.7, 1.25]));
-        assert!(parse_spacing("0.7,-1,1").is_err());
-    }
 }

@@ -8,19 +8,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
-use serde::{Deserialize, Serialize};
+use tessera_core::calibration::MemoryModelFile;
 use tessera_core::infer::Device;
 use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::model::{Model, Precision};
+use tessera_core::model::Model;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
-use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig};
-use tessera_core::plan::{
-    BlendMode, MemoryForecast, MemoryModel, TileSpec, format_bytes, parse_bytes,
-};
+use tessera_core::pipeline::{self, DetectConfig, PatchChoice};
+use tessera_core::plan::{BlendMode, MemoryForecast, MemoryModel, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
 use tessera_core::volume::format_size;
 
-use super::phantom::parse_size;
+use super::chart::{ChartData, ChartPoint};
+use crate::common::parse::parse_size;
 
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
@@ -74,25 +73,6 @@ pub struct SweepArgs {
     pub out: PathBuf,
 }
 
-/// `memory_model.json`: a calibration, and what it was measured on.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MemoryModelFile {
-    pub model_name: String,
-    pub model_sha256: String,
-    pub device: String,
-    pub allocator: String,
-    pub model: MemoryModel,
-    /// `(largest window voxels, peak bytes above the run's baseline)` per run.
-    pub points: Vec<(usize, u64)>,
-}
-
-pub fn read_memory_model(path: &Path) -> anyhow::Result<MemoryModelFile> {
-    let bytes = tessera_core::io::read_regular_file(path)
-        .with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is not a memory_model.json", path.display()))
-}
-
 /// One row of the report.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -127,27 +107,216 @@ impl Row {
     }
 }
 
-/// The configuration of one sweep run (the child's flags say the same).
-fn config(args: &SweepArgs, patch: [usize; 3]) -> DetectConfig {
-    DetectConfig {
-        tile: TileSpec {
-            patch,
-            overlap: args.overlap,
-            blend: args.blend,
-            allow_single_pass: true,
-            memory_budget_bytes: None,
-        },
-        device: args.device,
-        threads: 1,
-        allocator: args.allocator,
-        score_threshold: None,
-        rescore: true,
-        nms_iou: DEFAULT_NMS_IOU,
-        ort_lib: None,
-        precision: Precision::Fp32,
-        memory_model: None,
-        keep_outside_lungs: false,
+/// What a sweep runs on: the model, the study and its geometry, and its output files
+/// (checked: they would not touch the study).
+struct Setup {
+    model_dir: PathBuf,
+    model: Model,
+    study: PathBuf,
+    geometry: tessera_core::Geometry,
+    outputs: Vec<PathBuf>,
+}
+
+fn setup(args: &SweepArgs) -> anyhow::Result<Setup> {
+    let model_dir = match &args.model {
+        Some(dir) => dir.clone(),
+        None => tessera_core::model::default_detector()?,
+    };
+    let model = Model::load(&model_dir)
+        .with_context(|| format!("loading the model in {}", model_dir.display()))?;
+    let study = crate::common::demo::study_or_demo(args.path.as_deref())?;
+    let options = tessera_core::dicom::LoadOptions {
+        allow_gaps: args.allow_gaps,
+    };
+    let scan = tessera_core::dicom::scan(&study)
+        .with_context(|| format!("scanning {}", study.display()))?;
+    let outputs: Vec<PathBuf> = OUTPUT_FILES.iter().map(|f| args.out.join(f)).collect();
+    let output_refs: Vec<&Path> = outputs.iter().map(PathBuf::as_path).collect();
+    super::outputs::check(
+        &output_refs,
+        &super::outputs::inputs_of(&study, &scan),
+        args.force,
+    )?;
+    let series = tessera_core::dicom::choose(&scan, &study, None)?;
+    let geometry = tessera_core::dicom::layout(series, options)
+        .with_context(|| format!("opening {}", study.display()))?
+        .geometry;
+    Ok(Setup {
+        model_dir,
+        model,
+        study,
+        geometry,
+        outputs,
+    })
+}
+
+/// `memory_model.json`: the fitted model and the runs it was fitted on.
+fn memory_file(
+    args: &SweepArgs,
+    model: &Model,
+    memory: MemoryModel,
+    points: Vec<(usize, u64)>,
+) -> anyhow::Result<Vec<u8>> {
+    Ok(serde_json::to_vec_pretty(&MemoryModelFile {
+        model_name: model.card.name.clone(),
+        model_sha256: model.sha256.clone(),
+        device: args.device.to_string(),
+        allocator: args.allocator.to_string(),
+        model: memory,
+        points,
+    })?)
+}
+
+/// `(label, patch)` of every run: the reference first, then the patches to sweep.
+fn runs_to_make(
+    args: &SweepArgs,
+    geometry: &tessera_core::Geometry,
+    model: &Model,
+    whole: [usize; 3],
+) -> anyhow::Result<Vec<(String, [usize; 3])>> {
+    let reference = if args.reference == "whole" {
+        whole
+    } else {
+        parse_size(&args.reference).map_err(anyhow::Error::msg)?
+    };
+    let patches = patches_to_sweep(args, geometry, model, whole)?;
+    Ok(std::iter::once(("reference".to_string(), reference))
+        .chain(patches.into_iter().map(|p| (format_size(p), p)))
+        .collect())
+}
+
+/// The patches to sweep: `--patches`, or the derived list (with the budget's choice first,
+/// when a budget and a memory model give one).
+fn patches_to_sweep(
+    args: &SweepArgs,
+    geometry: &tessera_core::Geometry,
+    model: &Model,
+    whole: [usize; 3],
+) -> anyhow::Result<Vec<[usize; 3]>> {
+    if let Some(list) = &args.patches {
+        return list
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| parse_size(p.trim()).map_err(anyhow::Error::msg))
+            .collect();
     }
+    let stride = model.card.stride;
+    let mut list = derived_patches(whole, stride, model.card.receptive_radius());
+    if let Some(budget_bytes) = args.memory_budget
+        && let Ok(chosen) = pipeline::resolve_patch(
+            geometry,
+            model,
+            &config(args, model, whole),
+            PatchChoice::Budget { budget_bytes },
+        )
+        && !list.contains(&chosen.patch)
+    {
+        list.insert(0, chosen.patch);
+    }
+    Ok(list)
+}
+
+/// The child `tessera detect` of one run, `[patch, whole]` in the model's voxels, with the
+/// sweep's flags.
+fn sweep_command(
+    args: &SweepArgs,
+    exe: &Path,
+    study: &Path,
+    model_dir: &Path,
+    [patch, whole]: [[usize; 3]; 2],
+    out: &Path,
+    ort_lib: Option<&Path>,
+) -> Command {
+    let mut command = detect_command(exe, study, model_dir, patch, whole, args.threads, out);
+    if let Some(lib) = ort_lib {
+        command.arg("--ort-lib").arg(lib);
+    }
+    if args.allow_gaps {
+        command.arg("--allow-gaps");
+    }
+    if args.force {
+        command.arg("--force");
+    }
+    command
+        .args([
+            "--blend",
+            &args.blend.to_string(),
+            "--overlap",
+            &args.overlap.to_string(),
+        ])
+        .args([
+            "--device",
+            &args.device.to_string(),
+            "--allocator",
+            &args.allocator.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    command
+}
+
+/// Runs `command` to its end; `None` when `cancel` fired (the child is killed, not left).
+fn wait_for(
+    mut command: Command,
+    cancel: &tessera_core::infer::CancelToken,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    let mut child = command.spawn().context("running tessera detect")?;
+    loop {
+        if cancel.is_cancelled() {
+            // Best effort: it may have just ended by itself.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        match child.try_wait().context("waiting for tessera detect")? {
+            Some(status) => return Ok(Some(status)),
+            None => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Each run's parity with the first (the reference).
+fn compare_to_reference(rows: &mut [Row], args: &SweepArgs) {
+    let tolerances = Tolerances {
+        score: args.score_tol,
+        box_voxels: args.box_tol_voxels,
+    };
+    let Some((reference, rest)) = rows.split_first_mut() else {
+        return;
+    };
+    for row in rest {
+        row.parity = Some(compare(&reference.report, &row.report, tolerances));
+    }
+}
+
+/// The runs as the chart draws them. The bound adds to each run's baseline; the runs share a
+/// study, so the reference's.
+fn chart_data(rows: &[Row]) -> ChartData {
+    ChartData {
+        points: rows
+            .iter()
+            .map(|r| ChartPoint {
+                largest_window_voxels: r.largest_window_voxels,
+                peak_bytes: r.report.stats.peak_memory_bytes,
+                inference_s: r.report.stats.inference_s,
+            })
+            .collect(),
+        baseline_bytes: rows
+            .first()
+            .map_or(0, |r| r.report.stats.baseline_memory_bytes),
+    }
+}
+
+/// The configuration of one sweep run (the child's flags say the same).
+fn config(args: &SweepArgs, model: &Model, patch: [usize; 3]) -> DetectConfig {
+    let mut config = DetectConfig::defaults_for(model);
+    config.tile.patch = patch;
+    config.tile.overlap = args.overlap;
+    config.tile.blend = args.blend;
+    config.tile.allow_single_pass = true;
+    config.device = args.device;
+    config.allocator = args.allocator;
+    config
 }
 
 /// The files a sweep leaves in its output folder, all written together at the end.
@@ -193,56 +362,17 @@ fn sweep(
     staging: &Path,
     cancel: &tessera_core::infer::CancelToken,
 ) -> anyhow::Result<bool> {
-    let model_dir = match &args.model {
-        Some(dir) => dir.clone(),
-        None => super::detect::default_model_dir()?,
-    };
-    let model = Model::load(&model_dir)
-        .with_context(|| format!("loading the model in {}", model_dir.display()))?;
-    let study = super::phantom::study_or_demo(args.path.as_deref())?;
-    let options = tessera_core::dicom::LoadOptions {
-        allow_gaps: args.allow_gaps,
-    };
-    let scan = tessera_core::dicom::scan(&study)
-        .with_context(|| format!("scanning {}", study.display()))?;
-    let outputs: Vec<PathBuf> = OUTPUT_FILES.iter().map(|f| args.out.join(f)).collect();
-    let output_refs: Vec<&Path> = outputs.iter().map(PathBuf::as_path).collect();
-    super::outputs::check(
-        &output_refs,
-        &super::outputs::inputs_of(&study, &scan),
-        args.force,
-    )?;
-    let series = tessera_core::dicom::choose(&scan, &study, None)?;
-    let geometry = tessera_core::dicom::layout(series, options)
-        .with_context(|| format!("opening {}", study.display()))?
-        .geometry;
+    let Setup {
+        model_dir,
+        model,
+        study,
+        geometry,
+        outputs,
+    } = setup(args)?;
     let size = pipeline::model_geometry(&geometry, &model).size;
     let stride = model.card.stride;
     let whole = size.map(|n| n.div_ceil(stride) * stride);
-    let patches: Vec<[usize; 3]> = match &args.patches {
-        Some(list) => list
-            .split(',')
-            .filter(|p| !p.trim().is_empty())
-            .map(|p| parse_size(p.trim()).map_err(anyhow::Error::msg))
-            .collect::<anyhow::Result<_>>()?,
-        None => {
-            let mut list = derived_patches(whole, stride, model.card.receptive_radius());
-            // With a budget and a memory model (the card's), the patch it would choose too.
-            if let Some(budget) = args.memory_budget
-                && let Ok((chosen, _)) =
-                    pipeline::patch_for_budget(&geometry, &model, &config(args, whole), budget)
-                && !list.contains(&chosen)
-            {
-                list.insert(0, chosen);
-            }
-            list
-        }
-    };
-    let reference = if args.reference == "whole" {
-        whole
-    } else {
-        parse_size(&args.reference).map_err(anyhow::Error::msg)?
-    };
+    let runs = runs_to_make(args, &geometry, &model, whole)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let runs_dir = staging.join("runs");
@@ -250,53 +380,23 @@ fn sweep(
         .with_context(|| format!("creating {}", runs_dir.display()))?;
     let exe = std::env::current_exe().context("finding the tessera executable")?;
 
-    let total = patches.len() + 1;
+    let total = runs.len();
     let mut rows = Vec::with_capacity(total);
-    for (k, (label, patch)) in std::iter::once(("reference".to_string(), reference))
-        .chain(patches.iter().map(|p| (format_size(*p), *p)))
-        .enumerate()
-    {
+    for (k, (label, patch)) in runs.into_iter().enumerate() {
         eprintln!("[{}/{total}] {label}: patch {}", k + 1, format_size(patch));
         let out = runs_dir.join(format!("{}.json", label.replace('x', "_")));
         let started = std::time::Instant::now();
-        let mut command =
-            detect_command(&exe, &study, &model_dir, patch, whole, args.threads, &out);
-        if let Some(lib) = ort_lib {
-            command.arg("--ort-lib").arg(lib);
-        }
-        if args.allow_gaps {
-            command.arg("--allow-gaps");
-        }
-        if args.force {
-            command.arg("--force");
-        }
-        command
-            .args([
-                "--blend",
-                &args.blend.to_string(),
-                "--overlap",
-                &args.overlap.to_string(),
-            ])
-            .args([
-                "--device",
-                &args.device.to_string(),
-                "--allocator",
-                &args.allocator.to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        let mut child = command.spawn().context("running tessera detect")?;
-        let status = loop {
-            if cancel.is_cancelled() {
-                // Best effort: it may have just ended by itself.
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(false);
-            }
-            match child.try_wait().context("waiting for tessera detect")? {
-                Some(status) => break status,
-                None => std::thread::sleep(std::time::Duration::from_millis(50)),
-            }
+        let command = sweep_command(
+            args,
+            &exe,
+            &study,
+            &model_dir,
+            [patch, whole],
+            &out,
+            ort_lib,
+        );
+        let Some(status) = wait_for(command, cancel)? else {
+            return Ok(false);
         };
         if !status.success() {
             anyhow::bail!(
@@ -304,43 +404,31 @@ fn sweep(
                 format_size(patch)
             );
         }
-        let report = DetectionReport::read_json(&out)?;
-        let config = config(args, patch);
-        let plan = pipeline::plan_for(size, &model, &config, 0)?;
-        let largest_window_voxels = plan.windows.iter().map(|w| w.voxels()).max().unwrap_or(0);
+        let plan = pipeline::plan_for(size, &model, &config(args, &model, patch), 0)?;
         rows.push(Row {
             label,
             patch,
-            largest_window_voxels,
-            report,
+            largest_window_voxels: plan.windows.iter().map(|w| w.voxels()).max().unwrap_or(0),
+            report: DetectionReport::read_json(&out)?,
             parity: None,
             wall_s: started.elapsed().as_secs_f64(),
         });
     }
-    let tolerances = Tolerances {
-        score: args.score_tol,
-        box_voxels: args.box_tol_voxels,
-    };
-    let reference_report = rows[0].report.clone();
-    for row in rows.iter_mut().skip(1) {
-        row.parity = Some(compare(&reference_report, &row.report, tolerances));
-    }
+    compare_to_reference(&mut rows, args);
     let points: Vec<(usize, u64)> = rows.iter().map(Row::calibration_point).collect();
     let memory = MemoryModel::fit(&points);
     let memory_json = match memory {
-        Some(m) => Some(serde_json::to_vec_pretty(&MemoryModelFile {
-            model_name: model.card.name.clone(),
-            model_sha256: model.sha256.clone(),
-            device: args.device.to_string(),
-            allocator: args.allocator.to_string(),
-            model: m,
-            points: points.clone(),
-        })?),
+        Some(m) => Some(memory_file(args, &model, m, points)?),
         None => None,
     };
     let csv = csv(&rows, memory.as_ref());
     let report = markdown(&rows, memory.as_ref(), args, &study, size);
-    super::chart::memory_chart(&rows, memory.as_ref(), args.memory_budget, staging)?;
+    super::chart::memory_chart(
+        &chart_data(&rows),
+        memory.as_ref(),
+        args.memory_budget,
+        staging,
+    )?;
     let read = |name: &str| {
         let path = staging.join(name);
         std::fs::read(&path).with_context(|| format!("reading {}", path.display()))

@@ -8,10 +8,10 @@ use std::sync::mpsc::{Receiver, channel};
 use anyhow::Context as _;
 use egui::{Color32, Rect, Ui};
 use image::ImageEncoder as _;
-use tessera_core::Geometry;
+use tessera_core::grid_map::GridMap;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 use tessera_core::plan::{BlendMode, TilePlan};
-use tessera_core::stitch::weight_profile;
+use tessera_core::stitch::axis_weight_sum;
 use tessera_core::view::Plane;
 
 use super::run::RunRecord;
@@ -124,7 +124,7 @@ impl Review {
         &mut self,
         ui: &mut Ui,
         runs: &[RunRecord],
-        mut study: Option<&mut Study>,
+        study: Option<&mut Study>,
     ) -> Option<ExportKind> {
         ui.heading("Detections");
         let Some(record) = runs.last() else {
@@ -152,25 +152,7 @@ impl Review {
         if self.compare
             && let Some(p) = &self.parity
         {
-            let text = format!(
-                "Parity with the previous run: {} matched, {} only before (magenta), {} only now; max score difference {:.2e}, max box face {:.2} voxels: {}",
-                p.pairs.len(),
-                p.only_a.len(),
-                p.only_b.len(),
-                p.max_score_difference,
-                p.max_face_difference_voxels,
-                if p.within_tolerance {
-                    "within tolerance"
-                } else {
-                    "OUT of tolerance"
-                }
-            );
-            let color = if p.within_tolerance {
-                ui.visuals().text_color()
-            } else {
-                ui.visuals().warn_fg_color
-            };
-            ui.colored_label(color, text);
+            parity_ui(ui, p);
         }
         ui.horizontal(|ui| {
             if ui.button("Export JSON…").clicked() {
@@ -194,6 +176,23 @@ impl Review {
         } else {
             Vec::new()
         };
+        self.table_ui(ui, record, &rows, &only_now, study);
+        if rows.is_empty() {
+            ui.weak("Nothing at this threshold.");
+        }
+        export
+    }
+
+    /// The detections at the threshold, one row each; a click selects one (and moves the
+    /// study's cursor to it). `*` marks those the previous run did not find.
+    fn table_ui(
+        &mut self,
+        ui: &mut Ui,
+        record: &RunRecord,
+        rows: &[usize],
+        only_now: &[usize],
+        mut study: Option<&mut Study>,
+    ) {
         egui::Grid::new("detections")
             .striped(true)
             .num_columns(5)
@@ -211,7 +210,7 @@ impl Review {
                 }
                 ui.strong("Seam");
                 ui.end_row();
-                for &i in &rows {
+                for &i in rows {
                     let d = &record.report.detections[i];
                     let selected = self.selected == Some(i);
                     let label = if only_now.contains(&i) {
@@ -236,19 +235,37 @@ impl Review {
                     ui.end_row();
                 }
             });
-        if rows.is_empty() {
-            ui.weak("Nothing at this threshold.");
-        }
-        export
     }
+}
+
+/// The parity line against the previous run.
+fn parity_ui(ui: &mut Ui, p: &ParityReport) {
+    let text = format!(
+        "Parity with the previous run: {} matched, {} only before (magenta), {} only now; max score difference {:.2e}, max box face {:.2} voxels: {}",
+        p.pairs.len(),
+        p.only_a.len(),
+        p.only_b.len(),
+        p.max_score_difference,
+        p.max_face_difference_voxels,
+        if p.within_tolerance {
+            "within tolerance"
+        } else {
+            "OUT of tolerance"
+        }
+    );
+    let color = if p.within_tolerance {
+        ui.visuals().text_color()
+    } else {
+        ui.visuals().warn_fg_color
+    };
+    ui.colored_label(color, text);
 }
 
 fn max_mm(size: &[f64; 3]) -> f64 {
     size.iter().copied().fold(0.0, f64::max)
 }
 
-/// Writes the run's detections like `tessera detect` does (det.json or the LUNA16 CSV).
-/// Writes the run's detections to `path`, refused when that would write into or over the
+/// Writes the run's detections like `tessera detect` does (det.json or the LUNA16 CSV) to `path`, refused when that would write into or over the
 /// study's files (`inputs`).
 pub fn export(
     record: &RunRecord,
@@ -299,33 +316,6 @@ pub fn write_png(image: &egui::ColorImage, path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// Where consecutive windows overlap along `axis`, in model voxels `[lo, hi)`.
-pub fn overlap_bands(plan: &TilePlan, axis: usize) -> Vec<(usize, usize)> {
-    spans(plan, axis, false)
-        .windows(2)
-        .filter(|p| p[1].0 < p[0].1)
-        .map(|p| (p[1].0, p[0].1))
-        .collect()
-}
-
-/// The distinct `[lo, hi)` extents (or halo cores) of the windows along `axis`, in order.
-fn spans(plan: &TilePlan, axis: usize, cores: bool) -> Vec<(usize, usize)> {
-    let mut spans: Vec<(usize, usize)> = plan
-        .windows
-        .iter()
-        .map(|w| {
-            if cores {
-                (w.core_min[axis], w.core_max[axis])
-            } else {
-                (w.min[axis], w.max[axis])
-            }
-        })
-        .collect();
-    spans.sort_unstable();
-    spans.dedup();
-    spans
-}
-
 /// The blend weight map on this slice, as a translucent overlay: the sum of the windows'
 /// weights (Gaussian or constant) normalised to its maximum; in halo mode, each window's core
 /// tinted in turn so that the partition shows.
@@ -335,20 +325,17 @@ pub fn draw_weights(
     plane: Plane,
     index: usize,
     plan: &TilePlan,
-    grid: &Geometry,
-    study: &Geometry,
+    grid: &GridMap,
+    study_size: [usize; 3],
 ) {
     let (c, r) = plane.image_axes();
     let n = plane.normal_axis();
-    let ratio: [f64; 3] = std::array::from_fn(|a| grid.spacing_mm[a] / study.spacing_mm[a]);
-    // Per axis, the weight of every model voxel summed over the distinct window placements;
-    // the grid of windows is a product, so the 3-D sum is the product of the three.
     let sums: [Vec<f32>; 3] = std::array::from_fn(|a| axis_weight_sum(plan, a));
     let model = |a: usize, study_voxel: usize| -> usize {
-        (((study_voxel as f64) / ratio[a]).round() as usize)
+        grid.model_voxel(a, study_voxel)
             .min(plan.padded_size[a].saturating_sub(1))
     };
-    let (w, h) = (study.size[c], study.size[r]);
+    let (w, h) = (study_size[c], study_size[r]);
     // A coarse overlay is enough to see the pattern: at most 128 cells per side.
     let step_c = w.div_ceil(128).max(1);
     let step_r = h.div_ceil(128).max(1);
@@ -366,9 +353,9 @@ pub fn draw_weights(
         };
         for col in (0..w).step_by(step_c) {
             let color = if plan.spec.blend == BlendMode::Halo {
-                let k = core_index(plan, c, model(c, col))
-                    + core_index(plan, r, model(r, vr))
-                    + core_index(plan, n, model(n, index));
+                let k = plan.core_at(c, model(c, col))
+                    + plan.core_at(r, model(r, vr))
+                    + plan.core_at(n, model(n, index));
                 if k.is_multiple_of(2) {
                     Color32::from_rgba_unmultiplied(255, 140, 0, 40)
                 } else {
@@ -391,27 +378,6 @@ pub fn draw_weights(
             painter.rect_filled(cell, 0.0, color);
         }
     }
-}
-
-fn axis_weight_sum(plan: &TilePlan, axis: usize) -> Vec<f32> {
-    let mut sum = vec![0.0f32; plan.padded_size[axis]];
-    for (lo, hi) in spans(plan, axis, false) {
-        let profile = weight_profile(plan.spec.blend, hi - lo);
-        for (i, w) in profile.into_iter().enumerate() {
-            if let Some(s) = sum.get_mut(lo + i) {
-                *s += w;
-            }
-        }
-    }
-    sum
-}
-
-/// Which core (halo mode) holds model voxel `v` along `axis`.
-fn core_index(plan: &TilePlan, axis: usize, v: usize) -> usize {
-    spans(plan, axis, true)
-        .iter()
-        .position(|(lo, hi)| v >= *lo && v < *hi)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -7,10 +7,11 @@ use std::sync::mpsc::{Receiver, TryRecvError, channel};
 use std::time::Instant;
 
 use egui::Ui;
-use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::infer::{CancelToken, Device, MemorySample};
-use tessera_core::model::{Model, Precision, is_test_model, shipped_model_dirs};
-use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event};
+use tessera_core::device::{CancelToken, Device};
+use tessera_core::grid_map::GridMap;
+use tessera_core::memory::MemorySample;
+use tessera_core::model::{Model, default_detector, shipped_model_dirs};
+use tessera_core::pipeline::{self, DetectConfig, Event, PatchChoice, PipelineError};
 use tessera_core::plan::{BlendMode, PlanError, TilePlan, TileSpec, Window, format_bytes};
 use tessera_core::report::DetectionReport;
 use tessera_core::volume::format_size;
@@ -43,7 +44,7 @@ pub enum Outcome {
 
 enum Msg {
     Event(Box<Event>),
-    Done(Result<Box<RunRecord>, String>),
+    Done(Outcome),
 }
 
 /// Live state of a run in flight.
@@ -106,20 +107,24 @@ impl RunPanel {
     pub fn new(ort_lib: Option<PathBuf>) -> Self {
         let models = shipped_model_dirs().unwrap_or_default();
         // The shipped detector, as `tessera detect` picks it.
-        let model_index = models.iter().position(|m| !is_test_model(m)).unwrap_or(0);
+        let model_index = default_detector()
+            .ok()
+            .and_then(|dir| models.iter().position(|m| *m == dir))
+            .unwrap_or(0);
+        let defaults = DetectConfig::new([64, 64, 32]);
         let mut panel = Self {
             models,
             model_index,
             model: None,
-            patch: [64, 64, 32],
-            overlap: 0.25,
-            blend: BlendMode::Halo,
-            device: Device::Cpu,
-            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            patch: defaults.tile.patch,
+            overlap: defaults.tile.overlap,
+            blend: defaults.tile.blend,
+            device: defaults.device,
+            threads: defaults.threads,
             budget_gib: None,
             budget_refusal: None,
-            allow_single_pass: false,
-            rescore: true,
+            allow_single_pass: defaults.tile.allow_single_pass,
+            rescore: defaults.rescore,
             ort_lib,
             job: None,
             runs: Vec::new(),
@@ -148,7 +153,7 @@ impl RunPanel {
                     .map_err(|e| format!("{:#}", anyhow::Error::from(e)))
             });
         if let Some(Ok(model)) = &self.model {
-            self.patch = model.card.recommended_patch;
+            self.patch = DetectConfig::defaults_for(model).tile.patch;
         }
         self.update_model_grid();
     }
@@ -173,26 +178,18 @@ impl RunPanel {
         self.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64)
     }
 
+    /// The run these settings ask for: the core's defaults, changed by the widgets.
     pub fn config(&self) -> DetectConfig {
-        DetectConfig {
-            tile: TileSpec {
-                patch: self.patch,
-                overlap: self.overlap,
-                blend: self.blend,
-                allow_single_pass: self.allow_single_pass,
-                memory_budget_bytes: self.budget_bytes(),
-            },
-            device: self.device,
-            threads: self.threads,
-            allocator: CpuAllocator::default(),
-            score_threshold: None,
-            rescore: self.rescore,
-            nms_iou: DEFAULT_NMS_IOU,
-            ort_lib: self.ort_lib.clone(),
-            precision: Precision::Fp32,
-            memory_model: None,
-            keep_outside_lungs: false,
-        }
+        let mut config = DetectConfig::new(self.patch);
+        config.tile.overlap = self.overlap;
+        config.tile.blend = self.blend;
+        config.tile.allow_single_pass = self.allow_single_pass;
+        config.tile.memory_budget_bytes = self.budget_bytes();
+        config.device = self.device;
+        config.threads = self.threads;
+        config.rescore = self.rescore;
+        config.ort_lib = self.ort_lib.clone();
+        config
     }
 
     /// The plan the core would run, or its refusal; `None` without a study or model.
@@ -257,16 +254,17 @@ impl RunPanel {
                     // started): on a software renderer each frame costs inference time.
                     ctx.request_repaint_after(EVENT_FRAME_DELAY);
                 });
-                let done = result
-                    .map(|r| {
-                        Box::new(RunRecord {
-                            label,
-                            report: DetectionReport::from_result(&r),
-                            plan: r.plan.clone(),
-                            model_geometry: r.model_geometry.clone(),
-                        })
-                    })
-                    .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
+                let done = match result {
+                    Ok(r) => Outcome::Finished(Box::new(RunRecord {
+                        label,
+                        report: DetectionReport::from_result(&r),
+                        plan: r.plan.clone(),
+                        model_geometry: r.model_geometry.clone(),
+                    })),
+                    Err(PipelineError::Cancelled) => Outcome::Cancelled,
+                    // The whole chain: a runtime error's reason is its source.
+                    Err(e) => Outcome::Failed(format!("run failed: {:#}", anyhow::Error::from(e))),
+                };
                 let _ = tx.send(Msg::Done(done));
                 ctx.request_repaint();
             })
@@ -325,16 +323,12 @@ impl RunPanel {
                     }
                     Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => {}
                 },
-                Ok(Msg::Done(result)) => {
+                Ok(Msg::Done(outcome)) => {
                     self.job = None;
-                    return Some(match result {
-                        Ok(record) => {
-                            self.runs.push((*record).clone());
-                            Outcome::Finished(record)
-                        }
-                        Err(e) if e == "cancelled" => Outcome::Cancelled,
-                        Err(e) => Outcome::Failed(format!("run failed: {e}")),
-                    });
+                    if let Outcome::Finished(record) = &outcome {
+                        self.runs.push((**record).clone());
+                    }
+                    return Some(outcome);
                 }
                 Err(TryRecvError::Empty) => return None,
                 Err(TryRecvError::Disconnected) => {
@@ -501,9 +495,12 @@ impl RunPanel {
         else {
             return;
         };
-        match pipeline::patch_for_budget(&volume.geometry, model, &self.config(), budget) {
-            Ok((patch, _)) => {
-                self.patch = patch;
+        let choice = PatchChoice::Budget {
+            budget_bytes: budget,
+        };
+        match pipeline::resolve_patch(&volume.geometry, model, &self.config(), choice) {
+            Ok(resolved) => {
+                self.patch = resolved.patch;
                 self.budget_refusal = None;
             }
             Err(e) => self.budget_refusal = Some(e.to_string()),
@@ -623,12 +620,13 @@ impl<'a> Overlay<'a> {
             overlay.plan = Some((plan, grid));
             let study = panel.volume.as_ref().map(|v| &v.geometry);
             if let Some(study) = study {
+                let map = GridMap::new(grid, study);
                 for w in &job.finished {
-                    let (lo, hi) = window_in_study(w, grid, study);
+                    let (lo, hi) = map.study_span(w.min, w.max);
                     overlay.windows.push((lo, hi, WindowState::Finished));
                 }
                 if let Some(w) = &job.current {
-                    let (lo, hi) = window_in_study(w, grid, study);
+                    let (lo, hi) = map.study_span(w.min, w.max);
                     overlay.windows.push((lo, hi, WindowState::Current));
                 }
             }
@@ -637,12 +635,4 @@ impl<'a> Overlay<'a> {
         }
         overlay
     }
-}
-
-/// A window's core (halo mode) or extent, in study voxel coordinates `[min, max)`.
-pub fn window_in_study(w: &Window, grid: &Geometry, study: &Geometry) -> ([f64; 3], [f64; 3]) {
-    let ratio: [f64; 3] = std::array::from_fn(|a| grid.spacing_mm[a] / study.spacing_mm[a]);
-    let lo = std::array::from_fn(|a| (w.min[a] as f64 - 0.5) * ratio[a] + 0.5);
-    let hi = std::array::from_fn(|a| (w.max[a] as f64 - 0.5) * ratio[a] + 0.5);
-    (lo, hi)
 }

@@ -5,7 +5,8 @@
 //! pan, right-drag zoom, wheel or arrow keys scroll, double-click maximises a view.
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, pos2, vec2};
-use tessera_core::plan::BlendMode;
+use tessera_core::grid_map::GridMap;
+use tessera_core::plan::{BlendMode, TilePlan};
 use tessera_core::view::{Plane, WindowLevel, box_on_slice, orientation_letters, slice_image};
 
 use super::colors;
@@ -279,7 +280,7 @@ fn draw_overlay(
     let show_seams = review.is_some_and(|r| r.show_seams);
     let show_weights = review.is_some_and(|r| r.show_weights);
     if let Some((plan, grid)) = overlay.plan {
-        let study_geometry = &study.volume.geometry;
+        let grid = GridMap::new(grid, &study.volume.geometry);
         if show_weights {
             super::review::draw_weights(
                 painter,
@@ -287,42 +288,12 @@ fn draw_overlay(
                 map.plane,
                 index,
                 plan,
-                grid,
-                study_geometry,
+                &grid,
+                study.volume.geometry.size,
             );
         }
         if show_seams {
-            let ratio: [f64; 3] =
-                std::array::from_fn(|a| grid.spacing_mm[a] / study_geometry.spacing_mm[a]);
-            let (c, r) = map.axes();
-            let stroke = Stroke::new(1.0, colors::SEAM);
-            let size = map.size;
-            for s in plan.seams(c) {
-                let x = (s as f64 - 0.5) * ratio[c] + 0.5;
-                painter.line_segment([map.screen(x, 0.0), map.screen(x, size[r] as f64)], stroke);
-            }
-            for s in plan.seams(r) {
-                let y = (s as f64 - 0.5) * ratio[r] + 0.5;
-                painter.line_segment([map.screen(0.0, y), map.screen(size[c] as f64, y)], stroke);
-            }
-            if plan.spec.blend != BlendMode::Halo {
-                // Overlap bands: where consecutive windows along an in-plane axis share voxels.
-                for axis in [c, r] {
-                    for (lo, hi) in super::review::overlap_bands(plan, axis) {
-                        let lo = (lo as f64 - 0.5) * ratio[axis] + 0.5;
-                        let hi = (hi as f64 - 0.5) * ratio[axis] + 0.5;
-                        let mut min = [0.0; 3];
-                        let mut max = size.map(|v| v as f64);
-                        min[axis] = lo;
-                        max[axis] = hi;
-                        painter.rect_filled(
-                            map.rect(min, max),
-                            0.0,
-                            colors::SEAM.gamma_multiply(0.15),
-                        );
-                    }
-                }
-            }
+            draw_seams(painter, map, plan, &grid);
         }
     }
     for (lo, hi, state) in &overlay.windows {
@@ -391,6 +362,35 @@ fn draw_overlay(
                     Stroke::new(1.5, colors::ONLY_IN_PREVIOUS),
                     StrokeKind::Outside,
                 );
+            }
+        }
+    }
+}
+
+/// The plan's seams on this slice, and in blended modes the bands where windows overlap.
+fn draw_seams(painter: &egui::Painter, map: &Mapping, plan: &TilePlan, grid: &GridMap) {
+    let (c, r) = map.axes();
+    let stroke = Stroke::new(1.0, colors::SEAM);
+    let size = map.size;
+    for s in plan.seams(c) {
+        let x = grid.study_edge(c, s);
+        painter.line_segment([map.screen(x, 0.0), map.screen(x, size[r] as f64)], stroke);
+    }
+    for s in plan.seams(r) {
+        let y = grid.study_edge(r, s);
+        painter.line_segment([map.screen(0.0, y), map.screen(size[c] as f64, y)], stroke);
+    }
+    if plan.spec.blend != BlendMode::Halo {
+        // Overlap bands: where consecutive windows along an in-plane axis share voxels.
+        for axis in [c, r] {
+            for (lo, hi) in plan.overlap_bands(axis) {
+                let lo = grid.study_edge(axis, lo);
+                let hi = grid.study_edge(axis, hi);
+                let mut min = [0.0; 3];
+                let mut max = size.map(|v| v as f64);
+                min[axis] = lo;
+                max[axis] = hi;
+                painter.rect_filled(map.rect(min, max), 0.0, colors::SEAM.gamma_multiply(0.15));
             }
         }
     }

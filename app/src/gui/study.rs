@@ -9,7 +9,7 @@ use tessera_core::dicom::{self, ScanReport};
 use tessera_core::view::{Plane, WindowLevel};
 use tessera_core::{Volume, volume::format_size};
 
-use crate::cmd::info::{SeriesRow, row};
+use crate::common::series::{SeriesRow, row};
 
 /// What to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +123,7 @@ fn load(
     let path = match source {
         Source::Demo => {
             send(LoadMessage::Stage("preparing the demo study".into()));
-            crate::cmd::phantom::demo_study_dir()?
+            crate::common::demo::demo_study_dir()?
         }
         Source::Path(p) => p,
     };

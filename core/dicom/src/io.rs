@@ -141,7 +141,7 @@ pub fn check_output(path: &Path, inputs: &[PathBuf], force: bool) -> Result<(), 
             });
         }
     }
-    if !force && crate::dicom::is_dicom_file(path) {
+    if !force && is_dicom_file(path) {
         return Err(OutputError::WouldOverwriteDicom {
             path: path.to_path_buf(),
         });
@@ -204,4 +204,25 @@ pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     } else {
         "not a regular file"
     }
+}
+
+/// Whether `path` is a regular file with a DICOM Part 10 marker (false for anything else).
+pub fn is_dicom_file(path: &Path) -> bool {
+    open_regular(path).is_ok_and(|(mut file, _)| matches!(has_dicom_magic(&mut file), Ok(true)))
+}
+
+/// Whether `file` (from its start) has the 128-byte preamble and `DICM`.
+pub(crate) fn has_dicom_magic(file: &mut std::fs::File) -> Result<bool, String> {
+    use std::io::Read;
+    let mut head = [0u8; 132];
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read(&mut head[filled..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(&head[128..] == b"DICM")
 }

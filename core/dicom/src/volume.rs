@@ -55,6 +55,44 @@ impl Voxels {
 }
 
 /// Where the voxel grid sits in the patient.
+/// A slice of the volume that no file provides: interpolated from its neighbours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilledSlice {
+    /// Slice index `z` in the volume.
+    pub index: usize,
+    /// Centre of its first voxel, LPS mm.
+    pub position_lps_mm: Vec3,
+    /// The unreadable file that would have been this slice, when its position is known.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl FilledSlice {
+    /// One line for warnings: index, position and file.
+    pub fn describe(&self) -> String {
+        let p = self.position_lps_mm;
+        format!(
+            "slice {} at ({:.2}, {:.2}, {:.2}) mm is interpolated{}",
+            self.index,
+            p[0],
+            p[1],
+            p[2],
+            match &self.file {
+                Some(f) => format!(" (in place of unreadable {})", f.display()),
+                None => " (no file at this position)".into(),
+            }
+        )
+    }
+}
+
+/// A box of a study's own voxels `[x, y, z]`: `min` inclusive, `max` exclusive. (Boxes on
+/// the grid a model ran on are `tessera_plan::detect::ModelGridBox`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StudyVoxelBox {
+    pub min: [usize; 3],
+    pub max: [usize; 3],
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Geometry {
     /// Voxel counts `[x, y, z]`.
@@ -147,7 +185,7 @@ pub struct Volume {
     /// Things a reader should know (uneven spacing, interpolated slices, tilt...).
     pub warnings: Vec<String>,
     /// Slices no file provided, interpolated because gaps were allowed (empty otherwise).
-    pub filled_slices: Vec<crate::dicom::FilledSlice>,
+    pub filled_slices: Vec<FilledSlice>,
 }
 
 #[cfg(test)]

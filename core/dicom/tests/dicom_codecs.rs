@@ -199,6 +199,10 @@ fn jpeg_2000_lossless_decodes_to_the_encoded_ramp() {
 
 /// Enhanced CT: one file, three frames, geometry in the functional groups, shuffled frame order.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one table of cases, read top to bottom"
+)]
 fn enhanced_multi_frame_ct_uses_its_functional_groups() {
     let dir = tempfile::tempdir().unwrap();
     let order = [2usize, 0, 1];

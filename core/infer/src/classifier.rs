@@ -4,7 +4,7 @@ use ndarray::Array5;
 use ort::session::Session;
 
 use super::session::{
-    EngineOptions, InferError, check_input, check_output, open_session, run_cancellable,
+    Cause, EngineOptions, InferError, check_input, check_output, open_session, run_cancellable,
 };
 use tessera_plan::device::CancelToken;
 use tessera_plan::model::{Model, Precision};
@@ -46,7 +46,7 @@ impl PatchClassifier {
         cancel: &CancelToken,
     ) -> Result<Vec<f32>, InferError> {
         let n = patches.shape()[0];
-        let fail = |reason: String| InferError::Rescore { reason };
+        let fail = |cause: Cause| InferError::Rescore { cause };
         let output = self.output.as_str();
         run_cancellable(
             &mut self.session,
@@ -57,12 +57,12 @@ impl PatchClassifier {
             |out| {
                 let scores = out[output]
                     .try_extract_array::<f32>()
-                    .map_err(|e| fail(format!("output {output}: {e}")))?;
+                    .map_err(|e| fail(e.into()))?;
                 if scores.len() != n {
-                    return Err(fail(format!(
+                    return Err(fail(Cause::Found(format!(
                         "output {output} has shape {:?}; {n} patches need {n} scores",
                         scores.shape()
-                    )));
+                    ))));
                 }
                 Ok(scores.iter().copied().collect())
             },

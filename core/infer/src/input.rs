@@ -5,9 +5,9 @@ use std::ops::Range;
 
 use ndarray::{Array5, ArrayViewMut3, s};
 
+use tessera_dicom::volume::Voxels;
 use tessera_plan::model::InputSpec;
 use tessera_plan::plan::Window;
-use tessera_dicom::volume::Voxels;
 
 /// `[1, 1, z, y, x]`: HU clipped to the card's window and mapped to `[0, 1]`. Voxels beyond the
 /// volume (the stride padding) are 0, i.e. the window's low end (air).

@@ -67,11 +67,13 @@ pub enum RuntimeError {
         path: PathBuf,
         source_kind: RuntimeSource,
     },
-    #[error("cannot load ONNX Runtime from {} ({source_kind}): {reason}", path.display())]
+    #[error("cannot load ONNX Runtime from {} ({source_kind})", path.display())]
     Load {
         path: PathBuf,
         source_kind: RuntimeSource,
-        reason: String,
+        /// Shared: the error is kept for every session of the process.
+        #[source]
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -163,16 +165,16 @@ pub fn init_runtime(explicit: Option<&Path>, flavour: Flavour) -> Result<Runtime
             };
             // Loads the library, checks its API version, and makes the one environment that
             // every session of this process shares.
-            let load_error = |reason: String| RuntimeError::Load {
+            let load_error = |e: Box<dyn std::error::Error + Send + Sync>| RuntimeError::Load {
                 path: path.clone(),
                 source_kind: source.clone(),
-                reason,
+                source: e.into(),
             };
             let environment = ort::init_from(&path)
-                .map_err(|e| load_error(e.to_string()))?
+                .map_err(|e| load_error(e.into()))?
                 .with_name("tessera")
                 .build()
-                .map_err(|e| load_error(e.to_string()))?;
+                .map_err(|e| load_error(e.into()))?;
             let version = library_version(&path).unwrap_or_else(|| "unknown".into());
             Ok(Runtime {
                 path,

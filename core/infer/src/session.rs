@@ -9,17 +9,20 @@ use ort::session::{RunOptions, Session};
 use super::arena::ensure_tight_arena;
 use super::runtime::{Flavour, Runtime, RuntimeError, init_runtime};
 use tessera_plan::device::{CancelToken, CpuAllocator, Device};
-use tessera_plan::model::{Model, Precision};
+use tessera_plan::model::{Head, Model, Precision};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InferError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
-    #[error("cannot start the {device} session for model {model}: {reason}")]
+    #[error("cannot start the {device} session for model {model}{hint}")]
     Session {
         device: Device,
         model: String,
-        reason: String,
+        /// What to do about it (set up the GPU runtime), when there is something.
+        hint: &'static str,
+        #[source]
+        cause: Cause,
     },
     #[error("model {model} does not take the input its card describes: {reason}")]
     InputMismatch { model: String, reason: String },
@@ -29,12 +32,37 @@ pub enum InferError {
         name: String,
         available: String,
     },
-    #[error("inference failed on window {window}: {reason}")]
-    Run { window: usize, reason: String },
-    #[error("rescoring the candidates failed: {reason}")]
-    Rescore { reason: String },
+    #[error("model {model}'s output '{name}' is not the head its card describes: {reason}")]
+    OutputMismatch {
+        model: String,
+        name: String,
+        reason: String,
+    },
+    #[error("inference failed on window {window}")]
+    Run {
+        window: usize,
+        #[source]
+        cause: Cause,
+    },
+    #[error("rescoring the candidates failed")]
+    Rescore {
+        #[source]
+        cause: Cause,
+    },
     #[error("cancelled")]
     Cancelled,
+}
+
+/// Why a session or a run failed: ONNX Runtime's own error or the model's, kept as the
+/// source, or what Tessera found wrong with an output.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error(transparent)]
+    Ort(#[from] ort::Error),
+    #[error(transparent)]
+    Model(#[from] tessera_plan::model::ModelError),
+    #[error("{0}")]
+    Found(String),
 }
 
 /// The raw outputs of one window, each `[channels, z, y, x]`, in the card's head order.
@@ -48,7 +76,8 @@ pub struct WindowOutputs {
 pub struct Engine {
     session: Session,
     input_name: String,
-    output_names: Vec<String>,
+    /// The card's heads: name and channels.
+    heads: Vec<(String, usize)>,
     pub device: Device,
     /// The execution provider that runs the model (`CPUExecutionProvider`, ...).
     pub execution_provider: String,
@@ -75,26 +104,21 @@ impl Engine {
         let (model_path, _) = model.file_for(precision).map_err(|e| InferError::Session {
             device,
             model: model.card.name.clone(),
-            reason: e.to_string(),
+            hint: "",
+            cause: e.into(),
         })?;
         let (session, runtime, execution_provider) =
             open_session(&model_path, &model.card.name, options)?;
         check_input(&session, &model.card.name, &model.card.input.name)?;
-        let outputs = &model.card.outputs;
-        let wanted = [
-            Some(&outputs.heatmap),
-            outputs.size.as_ref(),
-            outputs.offset.as_ref(),
-        ];
-        let mut output_names = Vec::new();
-        for spec in wanted.into_iter().flatten() {
-            check_output(&session, &model.card.name, &spec.name)?;
-            output_names.push(spec.name.clone());
+        let mut heads = Vec::new();
+        for head in model.card.heads() {
+            check_head(&session, &model.card.name, head)?;
+            heads.push((head.name.to_string(), head.channels));
         }
         Ok(Self {
             session,
             input_name: model.card.input.name.clone(),
-            output_names,
+            heads,
             device,
             execution_provider: execution_provider.to_string(),
             runtime,
@@ -109,18 +133,25 @@ impl Engine {
         input: Array5<f32>,
         cancel: &CancelToken,
     ) -> Result<WindowOutputs, InferError> {
-        let fail = |reason: String| InferError::Run { window, reason };
-        let names = &self.output_names;
+        let fail = |cause: Cause| InferError::Run { window, cause };
+        let wanted = &self.heads;
         let input_name = self.input_name.as_str();
         let heads = run_cancellable(&mut self.session, input_name, input, cancel, &fail, |out| {
-            let mut heads = Vec::with_capacity(names.len());
-            for name in names {
+            let mut heads = Vec::with_capacity(wanted.len());
+            for (name, channels) in wanted {
                 let array = out[name.as_str()]
                     .try_extract_array::<f32>()
-                    .map_err(|e| fail(format!("output {name}: {e}")))?;
+                    .map_err(|e| fail(e.into()))?;
                 let array = array
                     .into_dimensionality::<Ix5>()
-                    .map_err(|e| fail(format!("output {name} is not 5-D: {e}")))?;
+                    .map_err(|e| fail(Cause::Found(format!("output {name} is not 5-D: {e}"))))?;
+                // Dynamic channels pass the check at load: the run's shape decides.
+                if array.shape()[1] != *channels {
+                    return Err(fail(Cause::Found(format!(
+                        "output {name} has {} channels, the card's head needs {channels}",
+                        array.shape()[1]
+                    ))));
+                }
                 heads.push(array.index_axis(ndarray::Axis(0), 0).to_owned());
             }
             Ok(heads)
@@ -136,25 +167,25 @@ pub(crate) fn run_cancellable<T>(
     input_name: &str,
     input: Array5<f32>,
     cancel: &CancelToken,
-    fail: &dyn Fn(String) -> InferError,
+    fail: &dyn Fn(Cause) -> InferError,
     extract: impl FnOnce(&ort::session::SessionOutputs<'_>) -> Result<T, InferError>,
 ) -> Result<T, InferError> {
     if cancel.is_cancelled() {
         return Err(InferError::Cancelled);
     }
-    let options = Arc::new(RunOptions::new().map_err(|e| fail(e.to_string()))?);
+    let options = Arc::new(RunOptions::new().map_err(|e| fail(e.into()))?);
     let in_flight = options.clone();
     // Best effort: if terminating fails, the run stops at the next window instead.
     cancel.attach(Box::new(move || {
         let _ = in_flight.terminate();
     }));
-    let tensor = ort::value::Tensor::from_array(input).map_err(|e| fail(e.to_string()))?;
+    let tensor = ort::value::Tensor::from_array(input).map_err(|e| fail(e.into()))?;
     let result = session.run_with_options(ort::inputs![input_name => tensor], &options);
     cancel.detach();
     match result {
         Ok(outputs) => extract(&outputs),
         Err(_) if cancel.is_cancelled() => Err(InferError::Cancelled),
-        Err(e) => Err(fail(e.to_string())),
+        Err(e) => Err(fail(e.into())),
     }
 }
 
@@ -178,19 +209,17 @@ pub(crate) fn open_session(
         Flavour::Gpu
     };
     let runtime = init_runtime(ort_lib, flavour)?;
-    let fail = |reason: String| {
-        let hint = if device == Device::Cpu {
+    let fail = |cause: Cause| InferError::Session {
+        device,
+        model: name.to_string(),
+        hint: if device == Device::Cpu {
             ""
         } else {
             " (GPU devices need the GPU runtime: ./scripts/setup.sh --gpu, and an NVIDIA driver)"
-        };
-        InferError::Session {
-            device,
-            model: name.to_string(),
-            reason: format!("{reason}{hint}"),
-        }
+        },
+        cause,
     };
-    let mut builder = Session::builder(&runtime.environment).map_err(|e| fail(e.to_string()))?;
+    let mut builder = Session::builder(&runtime.environment).map_err(|e| fail(e.into()))?;
     let (providers, execution_provider) = match device {
         Device::Cpu if allocator == CpuAllocator::None => (
             vec![ort::ep::CPU::default().with_arena_allocator(false).build()],
@@ -218,22 +247,20 @@ pub(crate) fn open_session(
     };
     builder = builder
         .with_execution_providers(providers)
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(ort::Error::from(e).into()))?;
     builder = builder
         .with_intra_threads(threads.max(1))
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(ort::Error::from(e).into()))?;
     builder = builder
         .with_inter_threads(1)
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(ort::Error::from(e).into()))?;
     if device == Device::Cpu && allocator == CpuAllocator::TightArena {
-        ensure_tight_arena(&runtime.environment).map_err(&fail)?;
+        ensure_tight_arena(&runtime.environment).map_err(|e| fail(Cause::Found(e)))?;
         builder = builder
             .with_env_allocators()
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| fail(ort::Error::from(e).into()))?;
     }
-    let session = builder
-        .commit_from_file(path)
-        .map_err(|e| fail(e.to_string()))?;
+    let session = builder.commit_from_file(path).map_err(|e| fail(e.into()))?;
     Ok((session, runtime, execution_provider))
 }
 
@@ -248,6 +275,37 @@ pub(crate) fn check_output(session: &Session, model: &str, wanted: &str) -> Resu
         name: wanted.to_string(),
         available: available.join(", "),
     })
+}
+
+/// A head the card names must be an output of rank 5 (`[n, channels, z, y, x]`) with the
+/// head's channels, where the graph fixes them.
+pub(crate) fn check_head(session: &Session, model: &str, head: Head<'_>) -> Result<(), InferError> {
+    check_output(session, model, head.name)?;
+    let mismatch = |reason: String| InferError::OutputMismatch {
+        model: model.to_string(),
+        name: head.name.to_string(),
+        reason,
+    };
+    let Some(output) = session.outputs().iter().find(|o| o.name() == head.name) else {
+        return Ok(());
+    };
+    let Some(shape) = output.dtype().tensor_shape().map(|s| s.to_vec()) else {
+        return Err(mismatch("it is not a tensor".into()));
+    };
+    if shape.len() != 5 {
+        return Err(mismatch(format!(
+            "it has rank {}, the card's layout [n, channels, z, y, x] needs 5",
+            shape.len()
+        )));
+    }
+    // A negative dimension is dynamic: the graph does not fix it, the run checks the shape.
+    match usize::try_from(shape[1]) {
+        Ok(channels) if channels != head.channels => Err(mismatch(format!(
+            "it has {channels} channels, the card's head needs {}",
+            head.channels
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The card's input must be the model's: same name, a float tensor of rank 5 (NCDHW).

@@ -7,17 +7,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::stitch::Maps;
 
-/// One box in model-input voxels, `[x, y, z]`.
+/// A box on the model's grid (the study resampled to the card's spacing), `[x, y, z]` in
+/// its voxels, voxel `i` centred on `i`. det.json writes it as `model_box`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct VoxelBox {
-    pub score: f32,
-    /// Centre, in voxels (voxel `i` is centred on `i`).
+pub struct ModelGridBox {
     pub center: [f64; 3],
     /// Full extent, in voxels.
     pub size: [f64; 3],
 }
 
-impl VoxelBox {
+impl ModelGridBox {
     pub fn min(&self) -> [f64; 3] {
         std::array::from_fn(|a| self.center[a] - self.size[a] / 2.0)
     }
@@ -39,6 +38,13 @@ impl VoxelBox {
     }
 }
 
+/// A decoded finding before it becomes a detection: its score and its box.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    pub score: f32,
+    pub bbox: ModelGridBox,
+}
+
 /// At most this many peaks are decoded per volume, the highest first (CenterNet keeps a top K
 /// too): a weak or untrained model can put a peak in every other cell.
 pub const MAX_PEAKS: usize = 1000;
@@ -51,11 +57,11 @@ pub fn decode_centernet(
     maps: &Maps,
     threshold: f32,
     volume_size: [usize; 3],
-) -> (Vec<VoxelBox>, usize) {
+) -> (Vec<Candidate>, usize) {
     let [heat, size, offset] = [&maps.heads[0], &maps.heads[1], &maps.heads[2]];
     let heat = heat.index_axis(Axis(0), 0);
     let stride = maps.stride as f64;
-    let mut boxes: Vec<VoxelBox> = local_maxima(&heat, threshold)
+    let mut boxes: Vec<Candidate> = local_maxima(&heat, threshold)
         .into_iter()
         .map(|(z, y, x, score)| {
             let cell = [x, y, z];
@@ -63,14 +69,16 @@ pub fn decode_centernet(
                 (cell[a] as f64 + f64::from(offset[[a, z, y, x]])) * stride
             });
             let extent = std::array::from_fn(|a| f64::from(size[[a, z, y, x]]).max(1.0));
-            VoxelBox {
+            Candidate {
                 score,
-                center,
-                size: extent,
+                bbox: ModelGridBox {
+                    center,
+                    size: extent,
+                },
             }
         })
         // Peaks in the stride padding lie outside the volume.
-        .filter(|b| (0..3).all(|a| b.center[a] < volume_size[a] as f64))
+        .filter(|b| (0..3).all(|a| b.bbox.center[a] < volume_size[a] as f64))
         .collect();
     sort_boxes(&mut boxes);
     let dropped = boxes.len().saturating_sub(MAX_PEAKS);
@@ -86,7 +94,7 @@ pub fn decode_segmentation(
     maps: &Maps,
     threshold: f32,
     volume_size: [usize; 3],
-) -> (Vec<VoxelBox>, usize) {
+) -> (Vec<Candidate>, usize) {
     let prob = maps.heads[0].index_axis(Axis(0), 0);
     let (nz, ny, nx) = prob.dim();
     let stride = maps.stride as f64;
@@ -131,11 +139,13 @@ pub fn decode_segmentation(
         if (0..3).any(|a| max[a] <= min[a]) {
             continue;
         }
-        boxes.push(VoxelBox {
+        boxes.push(Candidate {
             score: best,
-            // Voxel i is centred on i: a box over voxels [a, b) spans [a - 0.5, b - 0.5).
-            center: std::array::from_fn(|a| (min[a] + max[a]) / 2.0 - 0.5),
-            size: std::array::from_fn(|a| max[a] - min[a]),
+            bbox: ModelGridBox {
+                // Voxel i is centred on i: a box over voxels [a, b) spans [a - 0.5, b - 0.5).
+                center: std::array::from_fn(|a| (min[a] + max[a]) / 2.0 - 0.5),
+                size: std::array::from_fn(|a| max[a] - min[a]),
+            },
         });
     }
     sort_boxes(&mut boxes);
@@ -186,16 +196,19 @@ fn local_maxima(heat: &ArrayView3<'_, f32>, threshold: f32) -> Vec<(usize, usize
 
 /// Greedy 3D non-maximum suppression: keeps the best box, drops those overlapping it by more
 /// than `max_iou`, repeats.
-pub fn nms(mut boxes: Vec<VoxelBox>, max_iou: f64) -> Vec<VoxelBox> {
+pub fn nms(mut boxes: Vec<Candidate>, max_iou: f64) -> Vec<Candidate> {
     sort_boxes(&mut boxes);
     // Only boxes in neighbouring buckets can overlap: buckets as wide as the largest box.
-    let bucket = boxes.iter().flat_map(|b| b.size).fold(1.0_f64, f64::max);
-    let key = |b: &VoxelBox| -> [i64; 3] {
-        std::array::from_fn(|a| (b.center[a] / bucket).floor() as i64)
+    let bucket = boxes
+        .iter()
+        .flat_map(|b| b.bbox.size)
+        .fold(1.0_f64, f64::max);
+    let key = |b: &Candidate| -> [i64; 3] {
+        std::array::from_fn(|a| (b.bbox.center[a] / bucket).floor() as i64)
     };
     let mut grid: std::collections::HashMap<[i64; 3], Vec<usize>> =
         std::collections::HashMap::new();
-    let mut kept: Vec<VoxelBox> = Vec::new();
+    let mut kept: Vec<Candidate> = Vec::new();
     for b in boxes {
         let k = key(&b);
         let mut clear = true;
@@ -205,7 +218,7 @@ pub fn nms(mut boxes: Vec<VoxelBox>, max_iou: f64) -> Vec<VoxelBox> {
                     let cell = [k[0] + dx, k[1] + dy, k[2] + dz];
                     if grid
                         .get(&cell)
-                        .is_some_and(|ids| ids.iter().any(|&i| kept[i].iou(&b) > max_iou))
+                        .is_some_and(|ids| ids.iter().any(|&i| kept[i].bbox.iou(&b.bbox) > max_iou))
                     {
                         clear = false;
                         break 'neighbours;
@@ -221,13 +234,13 @@ pub fn nms(mut boxes: Vec<VoxelBox>, max_iou: f64) -> Vec<VoxelBox> {
     kept
 }
 
-fn sort_boxes(boxes: &mut [VoxelBox]) {
+fn sort_boxes(boxes: &mut [Candidate]) {
     boxes.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then(a.center[2].total_cmp(&b.center[2]))
-            .then(a.center[1].total_cmp(&b.center[1]))
-            .then(a.center[0].total_cmp(&b.center[0]))
+            .then(a.bbox.center[2].total_cmp(&b.bbox.center[2]))
+            .then(a.bbox.center[1].total_cmp(&b.bbox.center[1]))
+            .then(a.bbox.center[0].total_cmp(&b.bbox.center[0]))
     });
 }
 
@@ -262,9 +275,9 @@ mod tests {
         assert_eq!(dropped, 0);
         assert_eq!(boxes.len(), 2);
         assert_eq!(boxes[0].score, 0.9);
-        assert_eq!(boxes[0].center, [7.0, 9.0, 11.0]); // (cell + 0.5) * 2
-        assert_eq!(boxes[0].size, [6.0, 4.0, 4.0]);
-        assert_eq!(boxes[1].center, [13.0, 3.0, 3.0]);
+        assert_eq!(boxes[0].bbox.center, [7.0, 9.0, 11.0]); // (cell + 0.5) * 2
+        assert_eq!(boxes[0].bbox.size, [6.0, 4.0, 4.0]);
+        assert_eq!(boxes[1].bbox.center, [13.0, 3.0, 3.0]);
     }
 
     #[test]
@@ -272,7 +285,7 @@ mod tests {
         let maps = maps_with_peaks(&[([2, 2, 2], 0.8), ([3, 2, 2], 0.8), ([7, 7, 7], 0.9)]);
         let (boxes, _) = decode_centernet(&maps, 0.5, [14, 14, 14]);
         assert_eq!(boxes.len(), 1, "{boxes:?}");
-        assert_eq!(boxes[0].center, [5.0, 5.0, 5.0]);
+        assert_eq!(boxes[0].bbox.center, [5.0, 5.0, 5.0]);
     }
 
     #[test]
@@ -298,25 +311,27 @@ mod tests {
         let scores: Vec<f32> = boxes.iter().map(|b| b.score).collect();
         assert_eq!(scores, vec![0.9, 0.8, 0.5]);
         // Cells x 1..=2, y 1..=2, z 1 -> voxels [2, 6) x [2, 6) x [2, 4).
-        assert_eq!(boxes[0].size, [4.0, 4.0, 2.0]);
-        assert_eq!(boxes[0].center, [3.5, 3.5, 2.5]);
+        assert_eq!(boxes[0].bbox.size, [4.0, 4.0, 2.0]);
+        assert_eq!(boxes[0].bbox.center, [3.5, 3.5, 2.5]);
         // Cell z 4 -> voxels [8, 10), clipped to the 9-voxel volume: [8, 9).
-        assert_eq!(boxes[2].size, [2.0, 2.0, 1.0]);
-        assert_eq!(boxes[2].center[2], 8.0);
+        assert_eq!(boxes[2].bbox.size, [2.0, 2.0, 1.0]);
+        assert_eq!(boxes[2].bbox.center[2], 8.0);
     }
 
     #[test]
     fn nms_keeps_the_best_of_overlapping_boxes() {
-        let b = |score, x| VoxelBox {
+        let b = |score, x| Candidate {
             score,
-            center: [x, 0.0, 0.0],
-            size: [4.0, 4.0, 4.0],
+            bbox: ModelGridBox {
+                center: [x, 0.0, 0.0],
+                size: [4.0, 4.0, 4.0],
+            },
         };
         let kept = nms(vec![b(0.5, 1.0), b(0.9, 0.0), b(0.7, 10.0)], 0.3);
         assert_eq!(
             kept.iter().map(|k| k.score).collect::<Vec<_>>(),
             vec![0.9, 0.7]
         );
-        assert!((b(1.0, 0.0).iou(&b(1.0, 2.0)) - 32.0 / 96.0).abs() < 1e-12);
+        assert!((b(1.0, 0.0).bbox.iou(&b(1.0, 2.0).bbox) - 32.0 / 96.0).abs() < 1e-12);
     }
 }

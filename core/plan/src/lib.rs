@@ -3,11 +3,14 @@
 //! the lung field. Nothing here loads ONNX Runtime (that is `tessera-infer`), so a plan, a
 //! budget's patch or a refusal is computed before any session exists.
 
+pub mod calibration;
 pub mod detect;
 pub mod device;
+pub mod grid_map;
 pub mod lung;
 pub mod memory;
 pub mod model;
 pub mod plan;
+pub mod request;
 pub mod resample;
 pub mod stitch;

@@ -48,6 +48,15 @@ pub struct Outputs {
     pub offset: Option<OutputSpec>,
 }
 
+/// One output head the pipeline reads: its name in the ONNX graph and its channels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head<'a> {
+    pub name: &'a str,
+    /// Channels of the `[1, channels, z, y, x]` output: 1 for a heatmap or probability map,
+    /// 3 (x, y, z) for the size and offset heads.
+    pub channels: usize,
+}
+
 /// A card's memory calibration for one kind of device: the bound and what it was fitted on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryCoefficients {
@@ -186,6 +195,30 @@ pub struct ModelCard {
 }
 
 impl ModelCard {
+    /// The heads the pipeline reads, in the order of the window outputs and the stitched maps:
+    /// the heatmap (1 channel), then for CenterNet the size and offset heads (3 each). The
+    /// engine checks them against the ONNX graph when it loads.
+    pub fn heads(&self) -> Vec<Head<'_>> {
+        let heatmap = Head {
+            name: &self.outputs.heatmap.name,
+            channels: 1,
+        };
+        match self.output_family {
+            OutputFamily::Segmentation => vec![heatmap],
+            OutputFamily::Centernet => std::iter::once(heatmap)
+                .chain(
+                    [&self.outputs.size, &self.outputs.offset]
+                        .into_iter()
+                        .flatten()
+                        .map(|spec| Head {
+                            name: &spec.name,
+                            channels: 3,
+                        }),
+                )
+                .collect(),
+        }
+    }
+
     /// Receptive-field radius in input voxels: how far one output cell sees.
     pub fn receptive_radius(&self) -> usize {
         self.receptive_field_voxels / 2
@@ -231,6 +264,12 @@ pub enum ModelError {
         expected: String,
         actual: String,
     },
+    #[error(
+        "no trained detector is shipped yet in {}: pass --model {}/tessera-test-tiny to run the engine's test model (random weights, finds nothing meaningful)",
+        dir.display(),
+        dir.display()
+    )]
+    NoDetector { dir: PathBuf },
 }
 
 impl Model {
@@ -242,10 +281,11 @@ impl Model {
                 dir: dir.to_path_buf(),
             });
         }
-        let text = tessera_dicom::io::read_regular_file(&card_path).map_err(|source| ModelError::Io {
-            path: card_path.clone(),
-            source,
-        })?;
+        let text =
+            tessera_dicom::io::read_regular_file(&card_path).map_err(|source| ModelError::Io {
+                path: card_path.clone(),
+                source,
+            })?;
         let bad = |reason: String| ModelError::BadCard {
             path: card_path.clone(),
             reason,
@@ -384,6 +424,20 @@ pub fn shipped_model_dirs() -> std::io::Result<Vec<PathBuf>> {
         .collect();
     dirs.sort();
     Ok(dirs)
+}
+
+/// The shipped detector's folder: the first shipped model that is not a test model (what
+/// `tessera detect`, the sweep, the benches and the viewer run without `--model`).
+pub fn default_detector() -> Result<PathBuf, ModelError> {
+    let root = shipped_models_dir();
+    shipped_model_dirs()
+        .map_err(|source| ModelError::Io {
+            path: root.clone(),
+            source,
+        })?
+        .into_iter()
+        .find(|p| !is_test_model(p))
+        .ok_or(ModelError::NoDetector { dir: root })
 }
 
 /// The engine's test models are named `*test*`; the shipped detector is the first other one.

@@ -580,6 +580,41 @@ impl TilePlan {
         cuts.dedup();
         cuts
     }
+
+    /// The distinct `[lo, hi)` extents of the windows along `axis`, in order (the grid of
+    /// windows is a product: each placement along one axis meets every one along the others).
+    pub fn spans(&self, axis: usize) -> Vec<(usize, usize)> {
+        self.distinct(|w| (w.min[axis], w.max[axis]))
+    }
+
+    /// The distinct `[lo, hi)` cores of the windows along `axis` (their extents when blending).
+    pub fn core_spans(&self, axis: usize) -> Vec<(usize, usize)> {
+        self.distinct(|w| (w.core_min[axis], w.core_max[axis]))
+    }
+
+    /// Where consecutive windows overlap along `axis`, `[lo, hi)` in model voxels.
+    pub fn overlap_bands(&self, axis: usize) -> Vec<(usize, usize)> {
+        self.spans(axis)
+            .windows(2)
+            .filter(|p| p[1].0 < p[0].1)
+            .map(|p| (p[1].0, p[0].1))
+            .collect()
+    }
+
+    /// Which core (in order along `axis`) holds model voxel `v`; 0 past the last.
+    pub fn core_at(&self, axis: usize, v: usize) -> usize {
+        self.core_spans(axis)
+            .iter()
+            .position(|(lo, hi)| v >= *lo && v < *hi)
+            .unwrap_or(0)
+    }
+
+    fn distinct(&self, span: impl Fn(&Window) -> (usize, usize)) -> Vec<(usize, usize)> {
+        let mut spans: Vec<(usize, usize)> = self.windows.iter().map(span).collect();
+        spans.sort_unstable();
+        spans.dedup();
+        spans
+    }
 }
 
 impl std::fmt::Display for TilePlan {

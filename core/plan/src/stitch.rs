@@ -40,6 +40,21 @@ pub fn weight_profile(blend: BlendMode, n: usize) -> Vec<f32> {
         .collect()
 }
 
+/// Per model voxel along `axis`, the blend weight summed over the window placements; the
+/// 3-D weight sum is the product of the three axes' (the windows form a product grid).
+pub fn axis_weight_sum(plan: &TilePlan, axis: usize) -> Vec<f32> {
+    let mut sum = vec![0.0f32; plan.padded_size[axis]];
+    for (lo, hi) in plan.spans(axis) {
+        let profile = weight_profile(plan.spec.blend, hi - lo);
+        for (i, w) in profile.into_iter().enumerate() {
+            if let Some(s) = sum.get_mut(lo + i) {
+                *s += w;
+            }
+        }
+    }
+    sum
+}
+
 /// Accumulates window outputs for one plan.
 #[derive(Debug)]
 pub struct Stitcher {

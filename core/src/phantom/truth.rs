@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::PhantomSpec;
 use super::structures::{Attachment, Nodule, NoduleKind};
-use crate::volume::Geometry;
+use crate::volume::{Geometry, StudyVoxelBox};
 
 /// One nodule as written to `truth.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,14 +17,8 @@ pub struct NoduleTruth {
     /// Fractional voxel coordinates `[x, y, z]` of the centre.
     pub center_voxel: [f64; 3],
     /// Voxels the sphere overlaps: `min` inclusive, `max` exclusive.
-    pub box_voxel: VoxelBox,
+    pub box_voxel: StudyVoxelBox,
     pub box_lps_mm: MmBox,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VoxelBox {
-    pub min: [usize; 3],
-    pub max: [usize; 3],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,7 +52,7 @@ impl Truth {
                     (center_lps_mm[a] - origin[a]) / geometry.spacing_mm[a]
                 });
                 // Voxel i covers [i - 0.5, i + 0.5): keep every voxel the sphere overlaps.
-                let box_voxel = VoxelBox {
+                let box_voxel = StudyVoxelBox {
                     min: std::array::from_fn(|a| {
                         let lo = center_voxel[a] - r / geometry.spacing_mm[a] - 0.5;
                         (lo.floor() + 1.0).max(0.0) as usize

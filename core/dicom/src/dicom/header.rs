@@ -138,7 +138,7 @@ pub fn read_header(path: &Path) -> HeaderOutcome {
         }
         Err(e) => return unreadable(e.to_string()),
     };
-    match has_dicom_magic(&mut file) {
+    match crate::io::has_dicom_magic(&mut file) {
         Ok(true) => {}
         Ok(false) => {
             return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(
@@ -166,28 +166,10 @@ pub fn read_header(path: &Path) -> HeaderOutcome {
     header_from_object(path, &obj, &extent)
 }
 
-/// Whether `path` is a regular file with a DICOM Part 10 marker (false for anything else).
-pub fn is_dicom_file(path: &Path) -> bool {
-    crate::io::open_regular(path)
-        .is_ok_and(|(mut file, _)| matches!(has_dicom_magic(&mut file), Ok(true)))
-}
-
-/// Whether `file` (from its start) has the 128-byte preamble and `DICM`.
-fn has_dicom_magic(file: &mut std::fs::File) -> Result<bool, String> {
-    use std::io::Read;
-    let mut head = [0u8; 132];
-    let mut filled = 0;
-    while filled < head.len() {
-        match file.read(&mut head[filled..]) {
-            Ok(0) => return Ok(false),
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Ok(&head[128..] == b"DICM")
-}
-
+#[allow(
+    clippy::too_many_lines,
+    reason = "a flat list of the attributes a slice must have, each read once"
+)]
 fn header_from_object(path: &Path, obj: &DefaultDicomObject, extent: &Extent) -> HeaderOutcome {
     let sop_class_uid = text(obj, tags::SOP_CLASS_UID);
     let meta_class = obj

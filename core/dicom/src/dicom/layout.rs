@@ -9,7 +9,7 @@
 //! refused.
 
 use crate::geometry::{Affine3, Vec3, cross, dot, norm, scale, sub};
-use crate::volume::{Geometry, MAX_VOXELS};
+use crate::volume::{FilledSlice, Geometry, MAX_VOXELS};
 
 use super::DicomError;
 use super::scan::SeriesFiles;
@@ -71,6 +71,10 @@ struct Positioned {
 /// Orders the frames of `series` and derives its geometry.
 ///
 /// A series with unreadable files or uneven gaps is refused unless `options.allow_gaps`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the slices, each check refusing with its own reason, in the order a reader checks them"
+)]
 pub fn layout(series: &SeriesFiles, options: LoadOptions) -> Result<SeriesLayout, DicomError> {
     let first = series.first();
     let name = series_name(series);
@@ -317,36 +321,6 @@ pub fn layout(series: &SeriesFiles, options: LoadOptions) -> Result<SeriesLayout
         warnings,
         filled,
     })
-}
-
-/// A slice of the volume that no file provides: interpolated from its neighbours.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FilledSlice {
-    /// Slice index `z` in the volume.
-    pub index: usize,
-    /// Centre of its first voxel, LPS mm.
-    pub position_lps_mm: Vec3,
-    /// The unreadable file that would have been this slice, when its position is known.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub file: Option<std::path::PathBuf>,
-}
-
-impl FilledSlice {
-    /// One line for warnings: index, position and file.
-    pub fn describe(&self) -> String {
-        let p = self.position_lps_mm;
-        format!(
-            "slice {} at ({:.2}, {:.2}, {:.2}) mm is interpolated{}",
-            self.index,
-            p[0],
-            p[1],
-            p[2],
-            match &self.file {
-                Some(f) => format!(" (in place of unreadable {})", f.display()),
-                None => " (no file at this position)".into(),
-            }
-        )
-    }
 }
 
 fn filled_slices(

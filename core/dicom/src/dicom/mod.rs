@@ -4,7 +4,7 @@
 //! Every failure names the file or series and the reason.
 //!
 //! ```no_run
-//! use tessera_core::dicom;
+//! use tessera_dicom::dicom;
 //!
 //! let report = dicom::scan("path/to/study".as_ref())?;
 //! let options = dicom::LoadOptions::default(); // refuse gaps and unreadable slices
@@ -14,7 +14,7 @@
 //! }
 //! let volume = dicom::load_series(&report.series[0], options)?;
 //! println!("{}", volume.geometry.size_label());
-//! # Ok::<(), tessera_core::dicom::DicomError>(())
+//! # Ok::<(), tessera_dicom::dicom::DicomError>(())
 //! ```
 
 mod decode;
@@ -26,13 +26,12 @@ pub mod write;
 
 use std::path::PathBuf;
 
+pub use crate::io::is_dicom_file;
+pub use crate::volume::FilledSlice;
 pub use decode::{check_transfer_syntaxes, decode};
-pub use header::is_dicom_file;
 pub use header::{FileHeader, FrameHeader};
 pub use header::{MAX_FRAMES, MAX_POSITION_MM, MAX_SIDE, MAX_SPACING_MM, MIN_SPACING_MM};
-pub use layout::{
-    FilledSlice, FrameRef, LoadOptions, SeriesLayout, SliceSource, layout, series_name,
-};
+pub use layout::{FrameRef, LoadOptions, SeriesLayout, SliceSource, layout, series_name};
 pub use scan::{ScanReport, SeriesFiles, SkipKind, Skipped, scan};
 
 use crate::volume::Volume;

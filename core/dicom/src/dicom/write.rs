@@ -64,6 +64,10 @@ pub enum WriteError {
 }
 
 /// Writes `slice` to `path` atomically.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the attributes of one CT slice, one line each, in tag order"
+)]
 pub fn write_ct_slice(path: &Path, slice: &CtSlice<'_>) -> Result<(), WriteError> {
     let encode_error = |reason: String| WriteError::Encode {
         path: path.to_path_buf(),

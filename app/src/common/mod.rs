@@ -1,0 +1,6 @@
+//! What the CLI and the viewer share: the demo study, size parsing, series rows. Neither
+//! `cmd` nor `gui` imports the other; both import this.
+
+pub mod demo;
+pub mod parse;
+pub mod series;

@@ -1,0 +1,88 @@
+//! The memory calibration file (`memory_model.json`) that `tessera sweep` writes and
+//! `tessera detect --memory-model` reads: a memory model and what it was measured on.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::MemoryModel;
+
+/// `memory_model.json`: a calibration, and what it was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryModelFile {
+    pub model_name: String,
+    pub model_sha256: String,
+    pub device: String,
+    pub allocator: String,
+    pub model: MemoryModel,
+    /// `(largest window voxels, peak bytes above the run's baseline)` per run.
+    pub points: Vec<(usize, u64)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a memory_model.json", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl MemoryModelFile {
+    /// Reads a calibration written by `tessera sweep`.
+    pub fn read(path: &Path) -> Result<Self, CalibrationError> {
+        let bytes = tessera_dicom::io::read_regular_file(path).map_err(|source| {
+            CalibrationError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        serde_json::from_slice(&bytes).map_err(|source| CalibrationError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_it_writes_and_names_a_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = MemoryModelFile {
+            model_name: "m".into(),
+            model_sha256: "00".into(),
+            device: "cpu".into(),
+            allocator: "none".into(),
+            model: MemoryModel {
+                fixed_bytes: 1000.0,
+                bytes_per_voxel: 2.5,
+                calibration_runs: 1,
+                worst_error: 0.0,
+            },
+            points: vec![(10, 1025)],
+        };
+        let path = dir.path().join("memory_model.json");
+        std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+        assert_eq!(MemoryModelFile::read(&path).unwrap(), file);
+
+        std::fs::write(&path, b"{}").unwrap();
+        let err = MemoryModelFile::read(&path).unwrap_err();
+        assert!(matches!(err, CalibrationError::Parse { .. }));
+        assert!(err.to_string().contains("memory_model.json"));
+        let missing = dir.path().join("absent.json");
+        assert!(matches!(
+            MemoryModelFile::read(&missing).unwrap_err(),
+            CalibrationError::Read { .. }
+        ));
+    }
+}

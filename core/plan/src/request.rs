@@ -1,0 +1,235 @@
+//! A run's request, decided before any runtime exists: its configuration (one set of
+//! defaults that the CLI's flags and the viewer's widgets only change), the model's grid for a
+//! study, the plan, and the patch a memory budget allows, or a typed refusal.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use tessera_dicom::volume::{Geometry, Volume};
+
+use crate::device::{CpuAllocator, Device};
+use crate::memory;
+use crate::model::{Model, Precision};
+use crate::plan::{
+    BlendMode, MemoryForecast, MemoryModel, PlanError, TilePlan, TileSpec, choose_patch,
+};
+use crate::resample::{
+    ResampleError, resample, resample_needed, resampled_geometry, resampled_size,
+};
+
+/// Boxes overlapping more than this are the same finding.
+pub const DEFAULT_NMS_IOU: f64 = 0.3;
+
+/// How to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetectConfig {
+    pub tile: TileSpec,
+    pub device: Device,
+    /// CPU threads for ONNX Runtime.
+    pub threads: usize,
+    /// Host memory strategy of ONNX Runtime (CPU device).
+    #[serde(default)]
+    pub allocator: CpuAllocator,
+    /// `None`: the card's default (the rescoring stage's when it runs).
+    pub score_threshold: Option<f32>,
+    /// Run the card's rescoring stage, when it has one.
+    #[serde(default = "enabled")]
+    pub rescore: bool,
+    pub nms_iou: f64,
+    #[serde(default)]
+    pub precision: Precision,
+    pub ort_lib: Option<PathBuf>,
+    /// Overrides the card's memory coefficients (e.g. a calibration from `tessera sweep`).
+    #[serde(default)]
+    pub memory_model: Option<MemoryModel>,
+    /// With a chest-CT model, keep findings outside the lung field (flagged) instead of
+    /// dropping them.
+    #[serde(default)]
+    pub keep_outside_lungs: bool,
+}
+
+impl DetectConfig {
+    /// The one set of defaults, with `patch`: exact (halo) tiling with a quarter overlap for
+    /// the blending modes, on the CPU with every core, the card's threshold, the rescoring
+    /// stage on, fp32, the card's memory model, findings outside the lungs dropped.
+    pub fn new(patch: [usize; 3]) -> Self {
+        Self {
+            tile: TileSpec {
+                patch,
+                overlap: 0.25,
+                blend: BlendMode::Halo,
+                allow_single_pass: false,
+                memory_budget_bytes: None,
+            },
+            device: Device::Cpu,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            allocator: CpuAllocator::default(),
+            score_threshold: None,
+            rescore: true,
+            nms_iou: DEFAULT_NMS_IOU,
+            precision: Precision::Fp32,
+            ort_lib: None,
+            memory_model: None,
+            keep_outside_lungs: false,
+        }
+    }
+
+    /// What `tessera detect` and the viewer run without options: [`Self::new`] with the
+    /// card's recommended patch.
+    pub fn defaults_for(model: &Model) -> Self {
+        Self::new(model.card.recommended_patch)
+    }
+}
+
+fn enabled() -> bool {
+    true
+}
+/// The plan this run would use, without running anything. `baseline_bytes` is the memory the
+/// process holds when the run starts ([`baseline_estimate_bytes`] before it does).
+pub fn plan_for(
+    volume_size: [usize; 3],
+    model: &Model,
+    config: &DetectConfig,
+    baseline_bytes: u64,
+) -> Result<TilePlan, PlanError> {
+    let forecast = memory_model(model, config).map(|model| MemoryForecast {
+        model,
+        baseline_bytes,
+    });
+    TilePlan::new(
+        volume_size,
+        model.card.grid(),
+        &config.tile,
+        forecast.as_ref(),
+    )
+}
+
+/// The calibration a run of `config` is predicted from: its own, else the card's.
+pub fn memory_model(model: &Model, config: &DetectConfig) -> Option<MemoryModel> {
+    config
+        .memory_model
+        .or_else(|| card_memory_model(model, config.device))
+}
+
+/// What this process will hold when a run on `volume` starts: what it holds now plus the
+/// copy of the volume resampled to the model's grid (the pipeline's baseline is measured
+/// after resampling). On a GPU nothing is held before the run's own session.
+pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Device) -> u64 {
+    if device != Device::Cpu {
+        return 0;
+    }
+    let resampled = match model.card.target_spacing_mm {
+        Some(spacing) if resample_needed(geometry, spacing) => {
+            let size = resampled_size(geometry, spacing);
+            size.iter().product::<usize>() * size_of::<f32>()
+        }
+        _ => 0,
+    };
+    memory::sample().current_bytes + resampled as u64
+}
+
+/// Why no patch was chosen for a memory budget.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    #[error(
+        "no memory model for {model} on {device}: run `tessera sweep --model ... --out DIR` to calibrate, then pass --memory-model DIR/memory_model.json (or give --patch)"
+    )]
+    Uncalibrated { model: String, device: Device },
+    #[error("plan refused: {0}")]
+    NothingFits(#[from] PlanError),
+}
+
+/// The patch [`choose_patch`] picks for `budget_bytes` on a volume of `geometry`
+/// (in its own voxels), from `config`'s calibration or the card's, with the process's
+/// baseline estimated now; and the forecast it was chosen with.
+pub fn patch_for_budget(
+    geometry: &Geometry,
+    model: &Model,
+    config: &DetectConfig,
+    budget_bytes: u64,
+) -> Result<([usize; 3], MemoryForecast), BudgetError> {
+    let model_memory = memory_model(model, config).ok_or_else(|| BudgetError::Uncalibrated {
+        model: model.card.name.clone(),
+        device: config.device,
+    })?;
+    let forecast = MemoryForecast {
+        model: model_memory,
+        baseline_bytes: baseline_estimate_bytes(geometry, model, config.device),
+    };
+    let size = model_geometry(geometry, model).size;
+    let patch = choose_patch(
+        size,
+        model.card.grid(),
+        &forecast,
+        budget_bytes,
+        config.tile.blend,
+    )?;
+    Ok((patch, forecast))
+}
+
+/// `volume` resampled to `model`'s grid; `None` when it is on that grid already (or the card
+/// asks for none).
+pub fn resample_for(volume: &Volume, model: &Model) -> Result<Option<Volume>, ResampleError> {
+    match model.card.target_spacing_mm {
+        Some(spacing) => resample(volume, spacing),
+        None => Ok(None),
+    }
+}
+
+/// The grid `model` runs on for a volume of `geometry`: resampled to the card's spacing, or
+/// the volume's own when the card has none.
+pub fn model_geometry(geometry: &Geometry, model: &Model) -> Geometry {
+    match model.card.target_spacing_mm {
+        Some(spacing) => resampled_geometry(geometry, spacing),
+        None => geometry.clone(),
+    }
+}
+
+/// The memory coefficients the card records for this kind of device, if any.
+pub fn card_memory_model(model: &Model, device: Device) -> Option<MemoryModel> {
+    let key = match device {
+        Device::Cpu => "cpu",
+        Device::Cuda(_) | Device::TensorRt(_) => "cuda",
+    };
+    model.card.memory.get(key).map(|m| m.model)
+}
+
+/// How the patch of a run is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PatchChoice {
+    /// This patch (the plan may still refuse it).
+    Fixed([usize; 3]),
+    /// The one [`choose_patch`] picks for this budget, from `config`'s calibration or the
+    /// card's.
+    Budget { budget_bytes: u64 },
+}
+
+/// The patch a run uses, and the forecast it was chosen with (budget choices only).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResolvedPatch {
+    pub patch: [usize; 3],
+    pub forecast: Option<MemoryForecast>,
+}
+
+/// The patch for `choice` on a volume of `geometry` (in its own voxels): the one place where
+/// the CLI, the sweep and the viewer turn a patch or a budget into a patch.
+pub fn resolve_patch(
+    geometry: &Geometry,
+    model: &Model,
+    config: &DetectConfig,
+    choice: PatchChoice,
+) -> Result<ResolvedPatch, BudgetError> {
+    match choice {
+        PatchChoice::Fixed(patch) => Ok(ResolvedPatch {
+            patch,
+            forecast: None,
+        }),
+        PatchChoice::Budget { budget_bytes } => {
+            let (patch, forecast) = patch_for_budget(geometry, model, config, budget_bytes)?;
+            Ok(ResolvedPatch {
+                patch,
+                forecast: Some(forecast),
+            })
+        }
+    }
+}
