@@ -65,6 +65,9 @@ struct ViewArgs {
     /// Draw the window seams.
     #[arg(long)]
     seams: bool,
+    /// Draw the run's lung field (chest-CT models).
+    #[arg(long)]
+    lungs: bool,
     /// Save the window as a PNG when done (after --run, with the best detection selected),
     /// then close: for documentation and checks.
     #[arg(long, value_name = "FILE")]
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
                 run: args.run,
                 screenshot: args.screenshot,
                 seams: args.seams,
+                lungs: args.lungs,
                 allow_gaps: args.allow_gaps,
             },
         )),

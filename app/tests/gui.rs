@@ -115,6 +115,9 @@ fn detection_runs_lists_boxes_and_the_threshold_filters_them() {
         "all shown at the run's threshold"
     );
     h.get_by_label_contains(&format!("{}: {n} detection(s)", record.label));
+    // The test model has no lung field: its switch is there, but cannot be turned on.
+    assert!(record.lung_field.is_none());
+    assert!(h.get_by_label("Lung field").accesskit_node().is_disabled());
     // Raise the threshold above every score: the table empties and says so.
     let top = record
         .report

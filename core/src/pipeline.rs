@@ -154,6 +154,8 @@ pub struct DetectionResult {
     pub model_geometry: Geometry,
     /// Stitched output maps, `[heatmap, size, offset]` at the model's stride.
     pub maps: Maps,
+    /// The lung field on the model's grid, when the model asks for one (the viewer draws it).
+    pub lung_field: Option<crate::lung::LungField>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -223,18 +225,7 @@ fn run(
     let card = &model.card;
     let resampled = resample_for(volume, model)?;
     let input = resampled.as_ref().unwrap_or(volume);
-    // GPU memory through NVML on NVIDIA devices; host memory otherwise (or when NVML is absent).
-    let mut gpu = match config.device {
-        Device::Cuda(i) | Device::TensorRt(i) => {
-            Some(GpuProbe::open(u32::try_from(i).unwrap_or(0)))
-        }
-        Device::Cpu => None,
-    };
-    // What the process holds before the run's own memory: the prediction adds to it.
-    let baseline_memory_bytes = match gpu.as_mut() {
-        Some(Ok(probe)) => probe.sample().current_bytes,
-        _ => memory::sample().current_bytes,
-    };
+    let (gpu, baseline_memory_bytes) = memory_probe(config.device);
     let plan = plan_for(input.geometry.size, model, config, baseline_memory_bytes)?;
     observer(&Event::PlanReady(plan.clone()));
 
@@ -266,10 +257,10 @@ fn run(
     };
     let maps = runner.windows(&plan, input, &mut engine, observer)?;
     let stage = card.rescore.as_ref().zip(classifier.as_mut());
-    let rescore_sha256 = match stage {
-        Some(_) => model.rescore_file.as_ref().map(|(_, hash)| hash.clone()),
-        None => None,
-    };
+    let rescore_sha256 = stage
+        .as_ref()
+        .and(model.rescore_file.as_ref())
+        .map(|(_, hash)| hash.clone());
     let (decode_threshold, threshold) = thresholds(model, stage.as_ref().map(|s| s.0), config);
     let (peaks, peaks_dropped) = match card.output_family {
         OutputFamily::Centernet => decode_centernet(&maps, decode_threshold, input.geometry.size),
@@ -300,7 +291,8 @@ fn run(
         })
         .collect();
     let mut stats = runner.stats;
-    stats.lung_field = lungs.map(|(_, lung_stats)| lung_stats);
+    let (lung_field, lung_stats) = lungs.unzip();
+    stats.lung_field = lung_stats;
     stats.elapsed_s = started.elapsed().as_secs_f64();
     stats.prediction_exceeded = plan
         .predicted_peak_bytes
@@ -321,7 +313,25 @@ fn run(
         filled_slices: volume.filled_slices.clone(),
         model_geometry: input.geometry.clone(),
         maps,
+        lung_field,
     })
+}
+
+/// The GPU's memory probe (NVML, on NVIDIA devices; host memory otherwise or when NVML is
+/// absent), and what the process or GPU holds before the run's own memory: the prediction
+/// adds to it.
+fn memory_probe(device: Device) -> (Option<Result<GpuProbe, String>>, u64) {
+    let mut gpu = match device {
+        Device::Cuda(i) | Device::TensorRt(i) => {
+            Some(GpuProbe::open(u32::try_from(i).unwrap_or(0)))
+        }
+        Device::Cpu => None,
+    };
+    let baseline_bytes = match gpu.as_mut() {
+        Some(Ok(probe)) => probe.sample().current_bytes,
+        _ => memory::sample().current_bytes,
+    };
+    (gpu, baseline_bytes)
 }
 
 impl RunStats {

@@ -317,6 +317,38 @@ fn tiny_model_with_card(edit: impl Fn(String) -> String) -> (tempfile::TempDir, 
 }
 
 #[test]
+fn the_result_carries_the_lung_field_its_card_asks_for() {
+    if !runtime_available() {
+        return;
+    }
+    let volume = volume();
+    assert!(
+        whole(&volume, &model()).lung_field.is_none(),
+        "the test model asks for none"
+    );
+    let (_dir, chest) =
+        tiny_model_with_card(|card| card.replacen('{', "{\n  \"lung_field\": true,", 1));
+    let mut c = config([64, 64, 32], BlendMode::Halo);
+    c.keep_outside_lungs = true;
+    let result = pipeline::detect(&volume, &chest, &c, &CancelToken::new(), &mut |_| {}).unwrap();
+    let field = result.lung_field.as_ref().unwrap();
+    assert_eq!(field.size, result.model_geometry.size);
+    assert!(field.voxels() > 0, "the phantom has lungs");
+    assert_eq!(
+        result.stats.lung_field.as_ref().map(|s| s.volume_ml),
+        Some(field.volume_ml())
+    );
+    assert!(!result.detections.is_empty());
+    for d in &result.detections {
+        assert_eq!(
+            d.outside_lungs,
+            !field.contains(d.model_box.center),
+            "{d:?}"
+        );
+    }
+}
+
+#[test]
 fn a_card_whose_heads_are_swapped_is_refused_at_load() {
     if !runtime_available() {
         return;

@@ -5,6 +5,7 @@
 //! computes comes from `tessera_core` (slices, plans, the pipeline, parity, reports).
 
 mod colors;
+mod overlays;
 pub mod review;
 pub mod run;
 mod slice_view;
@@ -28,6 +29,8 @@ pub struct Startup {
     pub screenshot: Option<PathBuf>,
     /// Draw window seams.
     pub seams: bool,
+    /// Draw the run's lung field.
+    pub lungs: bool,
     /// Interpolate over missing or unreadable slices instead of refusing a series.
     pub allow_gaps: bool,
 }
@@ -54,6 +57,7 @@ pub fn run(
         Box::new(move |cc| {
             let mut app = TesseraApp::new(&cc.egui_ctx, source, ort_lib, startup.allow_gaps);
             app.review.show_seams = startup.seams;
+            app.review.show_lungs = startup.lungs;
             app.startup = startup;
             Ok(Box::new(app))
         }),
@@ -336,6 +340,7 @@ impl TesseraApp {
             ui.menu_button("View", |ui| {
                 ui.checkbox(&mut self.review.show_seams, "Window seams and overlap");
                 ui.checkbox(&mut self.review.show_weights, "Blend weight map");
+                ui.checkbox(&mut self.review.show_lungs, "Lung field");
                 if ui.button("Reset views (R)").clicked() {
                     if let Some(study) = &mut self.study {
                         study.reset_views();

@@ -1,18 +1,14 @@
 //! Review of a finished run: score threshold, a sortable detection table, selection that moves
-//! the views, seam flags, comparison with the previous run (parity), export, and the seam and
-//! blend-weight overlays.
+//! the views, seam flags, comparison with the previous run (parity), export, and the switches
+//! of the overlays (seams, blend weights, lung field).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, channel};
 
 use anyhow::Context as _;
-use egui::{Color32, Rect, Ui};
+use egui::Ui;
 use image::ImageEncoder as _;
-use tessera_core::grid_map::GridMap;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
-use tessera_core::plan::{BlendMode, TilePlan};
-use tessera_core::stitch::axis_weight_sum;
-use tessera_core::view::Plane;
 
 use super::run::RunRecord;
 use super::study::Study;
@@ -38,6 +34,8 @@ pub struct Review {
     pub sort: SortBy,
     pub show_seams: bool,
     pub show_weights: bool,
+    /// The run's lung field, when its model has one.
+    pub show_lungs: bool,
     /// Highlight differences against the previous run.
     pub compare: bool,
     parity: Option<ParityReport>,
@@ -51,6 +49,7 @@ impl Default for Review {
             sort: SortBy::Score,
             show_seams: false,
             show_weights: false,
+            show_lungs: false,
             compare: false,
             parity: None,
         }
@@ -63,6 +62,7 @@ impl Review {
         *self = Self {
             show_seams: self.show_seams,
             show_weights: self.show_weights,
+            show_lungs: self.show_lungs,
             ..Self::default()
         };
     }
@@ -144,6 +144,11 @@ impl Review {
         ui.horizontal(|ui| {
             ui.checkbox(&mut self.show_seams, "Seams");
             ui.checkbox(&mut self.show_weights, "Blend weights");
+            ui.add_enabled(
+                record.lung_field.is_some(),
+                egui::Checkbox::new(&mut self.show_lungs, "Lung field"),
+            )
+            .on_disabled_hover_text("This run's model has no lung field");
             ui.add_enabled(
                 runs.len() >= 2,
                 egui::Checkbox::new(&mut self.compare, "Compare with previous run"),
@@ -316,70 +321,6 @@ pub fn write_png(image: &egui::ColorImage, path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// The blend weight map on this slice, as a translucent overlay: the sum of the windows'
-/// weights (Gaussian or constant) normalised to its maximum; in halo mode, each window's core
-/// tinted in turn so that the partition shows.
-pub fn draw_weights(
-    painter: &egui::Painter,
-    image: Rect,
-    plane: Plane,
-    index: usize,
-    plan: &TilePlan,
-    grid: &GridMap,
-    study_size: [usize; 3],
-) {
-    let (c, r) = plane.image_axes();
-    let n = plane.normal_axis();
-    let sums: [Vec<f32>; 3] = std::array::from_fn(|a| axis_weight_sum(plan, a));
-    let model = |a: usize, study_voxel: usize| -> usize {
-        grid.model_voxel(a, study_voxel)
-            .min(plan.padded_size[a].saturating_sub(1))
-    };
-    let (w, h) = (study_size[c], study_size[r]);
-    // A coarse overlay is enough to see the pattern: at most 128 cells per side.
-    let step_c = w.div_ceil(128).max(1);
-    let step_r = h.div_ceil(128).max(1);
-    let wz = sums[n].get(model(n, index)).copied().unwrap_or(0.0);
-    let max = sums[c].iter().copied().fold(0.0, f32::max)
-        * sums[r].iter().copied().fold(0.0, f32::max)
-        * sums[n].iter().copied().fold(0.0, f32::max);
-    let sx = image.width() / w as f32;
-    let sy = image.height() / h as f32;
-    for row in (0..h).step_by(step_r) {
-        let vr = if plane == Plane::Axial {
-            row
-        } else {
-            h - 1 - row
-        };
-        for col in (0..w).step_by(step_c) {
-            let color = if plan.spec.blend == BlendMode::Halo {
-                let k = plan.core_at(c, model(c, col))
-                    + plan.core_at(r, model(r, vr))
-                    + plan.core_at(n, model(n, index));
-                if k.is_multiple_of(2) {
-                    Color32::from_rgba_unmultiplied(255, 140, 0, 40)
-                } else {
-                    Color32::from_rgba_unmultiplied(0, 140, 255, 40)
-                }
-            } else {
-                let at = |a: usize, i: usize| sums[a].get(model(a, i)).copied().unwrap_or(0.0);
-                let v = at(c, col) * at(r, vr) * wz / max.max(f32::MIN_POSITIVE);
-                Color32::from_rgba_unmultiplied(
-                    255,
-                    (255.0 * v) as u8,
-                    0,
-                    (90.0 * (1.0 - v) + 20.0) as u8,
-                )
-            };
-            let cell = Rect::from_min_size(
-                image.min + egui::vec2(col as f32 * sx, row as f32 * sy),
-                egui::vec2(step_c as f32 * sx, step_r as f32 * sy),
-            );
-            painter.rect_filled(cell, 0.0, color);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,8 +329,8 @@ mod tests {
     fn png_export_round_trips() {
         let dir = tempfile::tempdir().unwrap(); // ok: test code
         let path = dir.path().join("layout.png");
-        let mut image = egui::ColorImage::filled([3, 2], Color32::from_rgb(10, 20, 30));
-        image.pixels[4] = Color32::from_rgb(200, 100, 50);
+        let mut image = egui::ColorImage::filled([3, 2], egui::Color32::from_rgb(10, 20, 30));
+        image.pixels[4] = egui::Color32::from_rgb(200, 100, 50);
         write_png(&image, &path).unwrap(); // ok: test code
         let back = image::load_from_memory(&std::fs::read(&path).unwrap()) // ok: test code
             .unwrap() // ok: test code

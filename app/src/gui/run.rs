@@ -9,6 +9,7 @@ use std::time::Instant;
 use egui::Ui;
 use tessera_core::device::{CancelToken, Device};
 use tessera_core::grid_map::GridMap;
+use tessera_core::lung::LungField;
 use tessera_core::memory::MemorySample;
 use tessera_core::model::{Model, default_detector, shipped_model_dirs};
 use tessera_core::pipeline::{self, DetectConfig, Event, PatchChoice, PipelineError};
@@ -32,6 +33,8 @@ pub struct RunRecord {
     pub plan: TilePlan,
     /// Grid the model ran on (after resampling), to map windows back onto the study.
     pub model_geometry: Geometry,
+    /// The lung field on that grid, when the model has one.
+    pub lung_field: Option<Arc<LungField>>,
 }
 
 /// What a finished job ended with.
@@ -260,6 +263,7 @@ impl RunPanel {
                         report: DetectionReport::from_result(&r),
                         plan: r.plan.clone(),
                         model_geometry: r.model_geometry.clone(),
+                        lung_field: r.lung_field.map(Arc::new),
                     })),
                     Err(PipelineError::Cancelled) => Outcome::Cancelled,
                     // The whole chain: a runtime error's reason is its source.

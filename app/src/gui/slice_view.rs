@@ -9,9 +9,9 @@ use tessera_core::grid_map::GridMap;
 use tessera_core::plan::{BlendMode, TilePlan};
 use tessera_core::view::{Plane, WindowLevel, box_on_slice, orientation_letters, slice_image};
 
-use super::colors;
 use super::run::{Overlay, WindowState};
 use super::study::{PLANES, Study, TextureKey};
+use super::{colors, overlays};
 
 /// The 2x2 layout (axial, coronal / sagittal, study card), or one maximised view.
 pub fn layout_ui(ui: &mut Ui, study: &mut Study, overlay: &Overlay<'_>) {
@@ -279,17 +279,32 @@ fn draw_overlay(
     let review = overlay.review;
     let show_seams = review.is_some_and(|r| r.show_seams);
     let show_weights = review.is_some_and(|r| r.show_weights);
+    let study_size = study.volume.geometry.size;
+    // The last run's field, on the grid that run used (a run in flight may use another).
+    if review.is_some_and(|r| r.show_lungs)
+        && let Some(record) = overlay.record
+        && let Some(field) = record.lung_field.as_deref()
+    {
+        let grid = GridMap::new(&record.model_geometry, &study.volume.geometry);
+        overlays::draw_lung_field(
+            painter,
+            map.image,
+            (map.plane, index),
+            field,
+            &grid,
+            study_size,
+        );
+    }
     if let Some((plan, grid)) = overlay.plan {
         let grid = GridMap::new(grid, &study.volume.geometry);
         if show_weights {
-            super::review::draw_weights(
+            overlays::draw_weights(
                 painter,
                 map.image,
-                map.plane,
-                index,
+                (map.plane, index),
                 plan,
                 &grid,
-                study.volume.geometry.size,
+                study_size,
             );
         }
         if show_seams {
@@ -315,6 +330,13 @@ fn draw_overlay(
             }
         }
     }
+    draw_detections(painter, map, overlay, index);
+}
+
+/// The last run's boxes on this slice, coloured by score (the selected one highlighted), and
+/// with parity on, the previous run's boxes this one did not find.
+fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>, index: usize) {
+    let review = overlay.review;
     let Some(record) = overlay.record else {
         return;
     };
