@@ -26,8 +26,8 @@ use crate::volume::{Geometry, StudyVoxelBox, Volume};
 
 pub use crate::request::{
     BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch,
-    baseline_estimate_bytes, card_memory_model, memory_model, model_geometry, patch_for_budget,
-    plan_for, resample_for, resolve_patch,
+    baseline_estimate_bytes, card_memory_model, memory_model, model_geometry, plan_for,
+    resample_for, resolve_patch,
 };
 
 /// Progress, as the observer sees it.
@@ -279,6 +279,7 @@ fn run(
         None => boxes.into_iter().map(|b| (b, None)).collect(),
     };
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
+    let study_from_model = GridMap::new(&input.geometry, &volume.geometry);
     let detections = scored
         .into_iter()
         .filter(|(b, _)| b.score >= threshold)
@@ -287,7 +288,7 @@ fn run(
             outside_lungs: lungs
                 .as_ref()
                 .is_some_and(|(field, _)| !field.contains(b.bbox.center)),
-            ..to_detection(b, &input.geometry, &volume.geometry, &seams)
+            ..to_detection(b, &input.geometry, &study_from_model, &seams)
         })
         .collect();
     let mut stats = runner.stats;
@@ -394,6 +395,18 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// The device's memory (the GPU's through NVML, else the host's) since the last
+    /// [`memory::reset_peak`]; the host's peak also goes into the stats.
+    fn sample_memory(&mut self) -> MemorySample {
+        let host = memory::sample();
+        let stats = &mut self.stats;
+        stats.host_peak_memory_bytes = stats.host_peak_memory_bytes.max(host.peak_bytes);
+        match self.gpu.as_mut() {
+            Some(Ok(probe)) => probe.sample(),
+            _ => host,
+        }
+    }
+
     /// Runs every window of `plan` on `input` and stitches their outputs.
     fn windows(
         &mut self,
@@ -431,7 +444,7 @@ impl Runner<'_> {
             }
             stitcher.add(window, &outputs.heads);
             let elapsed_s = window_started.elapsed().as_secs_f64();
-            let sample = sample_memory(&mut self.gpu, &mut self.stats);
+            let sample = self.sample_memory();
             let stats = &mut self.stats;
             stats.inference_s += elapsed_s;
             stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
@@ -473,7 +486,7 @@ impl Runner<'_> {
             self.cancel,
         )?;
         let elapsed_s = stage_started.elapsed().as_secs_f64();
-        let sample = sample_memory(&mut self.gpu, &mut self.stats);
+        let sample = self.sample_memory();
         self.stats.rescored = candidates;
         self.stats.rescore_s = elapsed_s;
         self.stats.rescore_peak_bytes = sample.peak_bytes;
@@ -515,29 +528,18 @@ fn lung_field(
     (field, stats)
 }
 
-/// The device's memory (the GPU's through NVML, else the host's) since the last
-/// [`memory::reset_peak`]; the host's peak also goes into `stats`.
-fn sample_memory(gpu: &mut Option<Result<GpuProbe, String>>, stats: &mut RunStats) -> MemorySample {
-    let host = memory::sample();
-    stats.host_peak_memory_bytes = stats.host_peak_memory_bytes.max(host.peak_bytes);
-    match gpu.as_mut() {
-        Some(Ok(probe)) => probe.sample(),
-        _ => host,
-    }
-}
-
 /// Maps a box on the model grid to the patient and to the original volume's voxels.
 fn to_detection(
     c: Candidate,
     model: &Geometry,
-    original: &Geometry,
+    study_from_model: &GridMap,
     seams: &[Vec<usize>; 3],
 ) -> Detection {
     let b = c.bbox;
     let center_lps_mm = model.world_from_voxel.apply(b.center);
     let size_mm = std::array::from_fn(|a| b.size[a] * model.spacing_mm[a]);
     let (lo, hi) = (b.min(), b.max());
-    let box_voxel = GridMap::new(model, original).study_voxels_of_box(lo, hi);
+    let box_voxel = study_from_model.study_voxels_of_box(lo, hi);
     let crosses_seam = (0..3).any(|a| {
         seams[a]
             .iter()

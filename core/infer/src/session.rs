@@ -264,10 +264,14 @@ pub(crate) fn open_session(
     Ok((session, runtime, execution_provider))
 }
 
-/// The model must have the output the card names.
-pub(crate) fn check_output(session: &Session, model: &str, wanted: &str) -> Result<(), InferError> {
-    if session.outputs().iter().any(|o| o.name() == wanted) {
-        return Ok(());
+/// The model must have the output the card names: that output.
+pub(crate) fn check_output<'s>(
+    session: &'s Session,
+    model: &str,
+    wanted: &str,
+) -> Result<&'s ort::value::Outlet, InferError> {
+    if let Some(output) = session.outputs().iter().find(|o| o.name() == wanted) {
+        return Ok(output);
     }
     let available: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
     Err(InferError::MissingOutput {
@@ -280,14 +284,11 @@ pub(crate) fn check_output(session: &Session, model: &str, wanted: &str) -> Resu
 /// A head the card names must be an output of rank 5 (`[n, channels, z, y, x]`) with the
 /// head's channels, where the graph fixes them.
 pub(crate) fn check_head(session: &Session, model: &str, head: Head<'_>) -> Result<(), InferError> {
-    check_output(session, model, head.name)?;
+    let output = check_output(session, model, head.name)?;
     let mismatch = |reason: String| InferError::OutputMismatch {
         model: model.to_string(),
         name: head.name.to_string(),
         reason,
-    };
-    let Some(output) = session.outputs().iter().find(|o| o.name() == head.name) else {
-        return Ok(());
     };
     let Some(shape) = output.dtype().tensor_shape().map(|s| s.to_vec()) else {
         return Err(mismatch("it is not a tensor".into()));

@@ -142,7 +142,7 @@ pub enum BudgetError {
 /// The patch [`choose_patch`] picks for `budget_bytes` on a volume of `geometry`
 /// (in its own voxels), from `config`'s calibration or the card's, with the process's
 /// baseline estimated now; and the forecast it was chosen with.
-pub fn patch_for_budget(
+fn patch_for_budget(
     geometry: &Geometry,
     model: &Model,
     config: &DetectConfig,
