@@ -16,8 +16,9 @@ took() {
   printf 'test: ... %d s (total %d s)\n' $((SECONDS - step_started)) $((SECONDS - started)) >&2
 }
 
-step 1/5 "set-up (ONNX Runtime from PyPI, once)"
+step 1/5 "set-up (ONNX Runtime from PyPI; dcmtk and dicom3tools from Debian; once)"
 "$root/scripts/setup.sh"
+"$root/scripts/tools.sh"
 took
 step 2/5 "formatting (cargo fmt --check)"
 cargo fmt --all -- --check

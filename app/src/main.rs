@@ -47,6 +47,8 @@ enum Command {
     Resample(cmd::resample::ResampleArgs),
     /// Compare two det.json runs detection by detection; exit 0 only within tolerance.
     Parity(cmd::parity::ParityArgs),
+    /// A run's findings (and a reader's review) as a DICOM SR (TID 1500); --dump reads one.
+    Sr(cmd::sr::SrArgs),
     /// Run several patch sizes against a reference: the hardware profiling report.
     Sweep(cmd::sweep::SweepArgs),
     /// Load ONNX Runtime and say which library and version were found.
@@ -111,6 +113,7 @@ fn main() -> ExitCode {
         Some(Command::Lidc(args)) => done(cmd::lidc::run(&args)),
         Some(Command::Resample(args)) => done(cmd::resample::run(&args)),
         Some(Command::Parity(args)) => cmd::parity::run(&args),
+        Some(Command::Sr(args)) => done(cmd::sr::run(&args)),
         Some(Command::Sweep(args)) => cmd::sweep::run(&args, cli.ort_lib.as_deref()),
         Some(Command::Runtime(args)) => done(cmd::runtime::run(&args, cli.ort_lib.as_deref())),
         Some(Command::Bench(args)) => done(cmd::bench::run(&args)),

@@ -14,6 +14,8 @@ pub mod phantom;
 pub mod pipeline;
 pub mod report;
 pub mod rescore;
+pub mod review;
+pub mod sr;
 
 pub use tessera_dicom::{Geometry, SeriesInfo, Volume, Voxels};
 pub use tessera_dicom::{dicom, geometry, io, lidc, npy, view, volume};

@@ -147,6 +147,8 @@ pub struct DetectionResult {
     /// The rescoring stage's file hash, when it ran.
     pub rescore_sha256: Option<String>,
     pub series_uid: String,
+    /// The study, frame of reference and instances the detections are in (for an SR).
+    pub source: crate::volume::SeriesSource,
     /// What was odd about the input (the volume's warnings) and the slices no file provided.
     pub input_warnings: Vec<String>,
     pub filled_slices: Vec<crate::dicom::FilledSlice>,
@@ -310,6 +312,7 @@ fn run(
         model_sha256: model.sha256.clone(),
         rescore_sha256,
         series_uid: volume.info.series_uid.clone(),
+        source: volume.source(),
         input_warnings: volume.warnings.clone(),
         filled_slices: volume.filled_slices.clone(),
         model_geometry: input.geometry.clone(),

@@ -19,6 +19,10 @@ pub struct DetectionReport {
     pub schema: String,
     pub tool: Tool,
     pub series_uid: String,
+    /// The study, frame of reference, patient and instances the detections are in: what a
+    /// DICOM SR made from this file cites. Absent in files from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::volume::SeriesSource>,
     /// What was odd about the input series (uneven spacing, tilt, left-out files...).
     #[serde(default)]
     pub input_warnings: Vec<String>,
@@ -153,6 +157,7 @@ impl DetectionReport {
                 version: env!("CARGO_PKG_VERSION").into(),
             },
             series_uid: result.series_uid.clone(),
+            source: Some(result.source.clone()),
             input_warnings: result.input_warnings.clone(),
             filled_slices: result.filled_slices.clone(),
             config: ConfigRecord {

@@ -44,6 +44,7 @@ fn neighbours() -> &'static PathBuf {
     DIR.get_or_init(|| {
         let dir = scratch("series");
         let info = SeriesInfo {
+            frame_of_reference_uid: "2.25.80".into(),
             series_uid: "2.25.77".into(),
             study_uid: "2.25.78".into(),
             modality: "CT".into(),
@@ -56,7 +57,6 @@ fn neighbours() -> &'static PathBuf {
                 &CtSlice {
                     info: &info,
                     sop_instance_uid: format!("2.25.79{k}"),
-                    frame_of_reference_uid: "2.25.80".into(),
                     instance_number: i64::from(k) + 1,
                     position_lps_mm: [0.0, 0.0, z],
                     orientation: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],

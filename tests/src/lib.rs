@@ -77,3 +77,25 @@ pub fn small_phantom() -> tessera_core::volume::Volume {
         Err(e) => panic!("the test phantom: {e}"),
     }
 }
+
+/// A command-line tool the test checks against (dcmtk's `dsrdump`, dicom3tools' `dciodvfy`,
+/// ...), found on `PATH`, or `None` (after saying why) outside CI.
+///
+/// # Panics
+/// In CI, when it is missing: the test command installs these tools (`scripts/tools.sh`).
+pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    });
+    if found.is_none() {
+        let message =
+            format!("{name} not found (Debian package {package}; ./scripts/tools.sh installs it)");
+        if std::env::var_os("CI").is_some() {
+            panic!("{message}; CI's test command installs it");
+        }
+        eprintln!("SKIPPED: {message}");
+    }
+    found
+}

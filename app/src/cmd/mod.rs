@@ -12,4 +12,5 @@ pub mod parity;
 pub mod phantom;
 pub mod resample;
 pub mod runtime;
+pub mod sr;
 pub mod sweep;

@@ -174,6 +174,51 @@ pub struct SeriesInfo {
     /// Window from the files (centre, width in HU), when they carry one.
     pub window_hu: Option<(f64, f64)>,
     pub slice_thickness_mm: Option<f64>,
+    /// The frame of reference the slices' positions are in (what an SR's coordinates cite).
+    #[serde(default)]
+    pub frame_of_reference_uid: String,
+    /// Patient and study attributes as the files carry them, for objects derived from the
+    /// study (an SR must repeat them verbatim to be filed with it).
+    #[serde(default)]
+    pub identity: StudyIdentity,
+}
+
+/// The Patient and General Study attributes a derived object copies from its source,
+/// verbatim (names keep DICOM's `^` separators; dates are `YYYYMMDD`). Empty when absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StudyIdentity {
+    pub patient_name: String,
+    pub patient_id: String,
+    pub patient_birth_date: String,
+    pub patient_sex: String,
+    pub study_date: String,
+    pub study_time: String,
+    pub study_id: String,
+    pub accession_number: String,
+    pub referring_physician_name: String,
+}
+
+/// What an object derived from a series (a report, an SR) must cite to be filed with it:
+/// study, series, frame of reference, patient and study attributes, and the instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesSource {
+    pub study_uid: String,
+    pub series_uid: String,
+    pub frame_of_reference_uid: String,
+    pub modality: String,
+    pub study_description: String,
+    pub identity: StudyIdentity,
+    pub instances: Vec<SourceInstance>,
+    /// Unit vectors of the volume's x, y and z axes in LPS: the axes a detection's
+    /// `size_mm` is measured along.
+    pub axes_lps: [Vec3; 3],
+}
+
+/// One file (SOP instance) a volume was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceInstance {
+    pub sop_class_uid: String,
+    pub sop_instance_uid: String,
 }
 
 /// A loaded volume: voxels, geometry, provenance and what was odd about it.
@@ -186,6 +231,25 @@ pub struct Volume {
     pub warnings: Vec<String>,
     /// Slices no file provided, interpolated because gaps were allowed (empty otherwise).
     pub filled_slices: Vec<FilledSlice>,
+    /// The files whose pixels are in the volume, in slice order, each once (empty for a
+    /// volume that never came from files).
+    pub instances: Vec<SourceInstance>,
+}
+
+impl Volume {
+    /// What a derived object cites: see [`SeriesSource`].
+    pub fn source(&self) -> SeriesSource {
+        SeriesSource {
+            study_uid: self.info.study_uid.clone(),
+            series_uid: self.info.series_uid.clone(),
+            frame_of_reference_uid: self.info.frame_of_reference_uid.clone(),
+            modality: self.info.modality.clone(),
+            study_description: self.info.study_description.clone(),
+            identity: self.info.identity.clone(),
+            instances: self.instances.clone(),
+            axes_lps: std::array::from_fn(|axis| self.geometry.direction(axis)),
+        }
+    }
 }
 
 #[cfg(test)]

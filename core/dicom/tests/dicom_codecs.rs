@@ -33,6 +33,7 @@ fn values(slice: usize) -> Vec<i16> {
 
 fn write_series(dir: &std::path::Path, encoding: impl Fn(&[i16]) -> PixelEncoding) {
     let info = SeriesInfo {
+        frame_of_reference_uid: "2.25.8".into(),
         series_uid: "2.25.7".into(),
         modality: "CT".into(),
         ..SeriesInfo::default()
@@ -44,7 +45,6 @@ fn write_series(dir: &std::path::Path, encoding: impl Fn(&[i16]) -> PixelEncodin
             &CtSlice {
                 info: &info,
                 sop_instance_uid: format!("2.25.70{k}"),
-                frame_of_reference_uid: "2.25.8".into(),
                 instance_number: k as i64 + 1,
                 position_lps_mm: [0.0, 0.0, 3.0 * k as f64],
                 orientation: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
@@ -160,6 +160,7 @@ fn jpeg_2000_lossless_decodes_to_the_encoded_ramp() {
     let codestream = include_bytes!("fixtures/ramp_32x16.j2k").to_vec();
     let dir = tempfile::tempdir().unwrap();
     let info = SeriesInfo {
+        frame_of_reference_uid: "2.25.8".into(),
         series_uid: "2.25.9".into(),
         modality: "CT".into(),
         ..SeriesInfo::default()
@@ -171,7 +172,6 @@ fn jpeg_2000_lossless_decodes_to_the_encoded_ramp() {
             &CtSlice {
                 info: &info,
                 sop_instance_uid: format!("2.25.90{k}"),
-                frame_of_reference_uid: "2.25.8".into(),
                 instance_number: k + 1,
                 position_lps_mm: [0.0, 0.0, 2.0 * k as f64],
                 orientation: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],

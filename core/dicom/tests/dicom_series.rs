@@ -17,6 +17,7 @@ const MM_TOLERANCE: f64 = 1e-6;
 
 fn info(uid: &str) -> SeriesInfo {
     SeriesInfo {
+        frame_of_reference_uid: "2.25.2".into(),
         series_uid: uid.into(),
         study_uid: "2.25.1".into(),
         modality: "CT".into(),
@@ -67,7 +68,6 @@ fn write(dir: &Path, specs: &[SliceSpec]) {
             &CtSlice {
                 info: &info,
                 sop_instance_uid: format!("2.25.{}", 1000 + i),
-                frame_of_reference_uid: "2.25.2".into(),
                 instance_number: i as i64 + 1,
                 position_lps_mm: [-10.0, -20.0 + s.y_mm, s.z_mm],
                 orientation: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],

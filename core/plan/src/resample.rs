@@ -123,6 +123,7 @@ pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Result<Option<Volume>,
         warnings: volume.warnings.clone(),
         // The source's slice indices do not apply to the new grid; the warnings name them.
         filled_slices: Vec::new(),
+        instances: volume.instances.clone(),
     }))
 }
 
@@ -147,6 +148,7 @@ mod tests {
             info: SeriesInfo::default(),
             warnings: Vec::new(),
             filled_slices: Vec::new(),
+            instances: Vec::new(),
         };
         let r = resample(&volume, [1.0, 1.0, 1.0]).unwrap().unwrap(); // ok: test code
         assert_eq!(r.geometry.size, [5, 4, 9]);

@@ -27,7 +27,8 @@ use serde::{Deserialize, Serialize};
 pub use truth::{NoduleTruth, Truth};
 pub use write::{TRUTH_FILE, write_series};
 
-use crate::volume::{Geometry, SeriesInfo, Volume, Voxels};
+use crate::dicom::write::CT_IMAGE_STORAGE;
+use crate::volume::{Geometry, SeriesInfo, SourceInstance, StudyIdentity, Volume, Voxels};
 use anatomy::Chest;
 use rng::Rng;
 
@@ -155,6 +156,7 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
         info: series_info(spec),
         warnings: Vec::new(),
         filled_slices: Vec::new(),
+        instances: instances(spec),
     };
     Ok(Phantom {
         spec: spec.clone(),
@@ -196,5 +198,24 @@ pub fn series_info(spec: &PhantomSpec) -> SeriesInfo {
         manufacturer: "Tessera phantom".into(),
         window_hu: Some((-600.0, 1500.0)),
         slice_thickness_mm: Some(spec.spacing_mm[2]),
+        frame_of_reference_uid: rng::uid(spec.seed, 3),
+        identity: StudyIdentity {
+            patient_name: format!("PHANTOM^SEED{}", spec.seed),
+            patient_id: format!("PHANTOM-{}", spec.seed),
+            study_date: "20260101".into(),
+            study_time: "120000".into(),
+            study_id: "1".into(),
+            ..StudyIdentity::default()
+        },
     }
+}
+
+/// One CT image per slice, with the UIDs [`write::write_series`] gives the files.
+pub fn instances(spec: &PhantomSpec) -> Vec<SourceInstance> {
+    (0..spec.size[2])
+        .map(|z| SourceInstance {
+            sop_class_uid: CT_IMAGE_STORAGE.into(),
+            sop_instance_uid: rng::uid(spec.seed, 1000 + z as u64),
+        })
+        .collect()
 }

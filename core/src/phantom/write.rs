@@ -5,7 +5,7 @@ use std::path::Path;
 use ndarray::Axis;
 use rayon::prelude::*;
 
-use super::{Phantom, PhantomError, rng};
+use super::{Phantom, PhantomError};
 use crate::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
 use crate::volume::Voxels;
 
@@ -35,8 +35,11 @@ pub fn write_series(phantom: &Phantom, dir: &Path) -> Result<(), PhantomError> {
             "slices over 65535 voxels wide cannot be DICOM",
         )));
     };
-    let seed = phantom.spec.seed;
-    let frame_of_reference_uid = rng::uid(seed, 3);
+    if volume.instances.len() != geometry.size[2] {
+        return Err(io(std::io::Error::other(
+            "phantom volume lists fewer instances than slices",
+        )));
+    }
     voxels
         .axis_iter(Axis(0))
         .into_par_iter()
@@ -51,8 +54,7 @@ pub fn write_series(phantom: &Phantom, dir: &Path) -> Result<(), PhantomError> {
                 &dir.join(format!("IMG{:05}.dcm", z + 1)),
                 &CtSlice {
                     info: &volume.info,
-                    sop_instance_uid: rng::uid(seed, 1000 + z as u64),
-                    frame_of_reference_uid: frame_of_reference_uid.clone(),
+                    sop_instance_uid: volume.instances[z].sop_instance_uid.clone(),
                     instance_number: z as i64 + 1,
                     position_lps_mm: position,
                     orientation: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],

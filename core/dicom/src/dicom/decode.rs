@@ -19,7 +19,7 @@ use super::DicomError;
 use super::header::FileHeader;
 use super::layout::{FrameRef, SeriesLayout, SliceSource};
 use super::scan::SeriesFiles;
-use crate::volume::{Volume, Voxels};
+use crate::volume::{SourceInstance, Volume, Voxels};
 
 /// Checks that every file's transfer syntax can be decoded here, before any decoding starts.
 pub fn check_transfer_syntaxes(series: &SeriesFiles) -> Result<(), DicomError> {
@@ -134,7 +134,24 @@ pub fn decode(series: &SeriesFiles, layout: &SeriesLayout) -> Result<Volume, Dic
         info: series.first().info.clone(),
         warnings: layout.warnings.clone(),
         filled_slices: layout.filled.clone(),
+        instances: source_instances(series, layout),
     })
+}
+
+/// The files whose frames make up the volume, in slice order, each once.
+fn source_instances(series: &SeriesFiles, layout: &SeriesLayout) -> Vec<SourceInstance> {
+    let mut seen = vec![false; series.files.len()];
+    let mut instances = Vec::new();
+    for frame_ref in layout.slices.iter().flat_map(frame_refs) {
+        if !std::mem::replace(&mut seen[frame_ref.file], true) {
+            let file = &series.files[frame_ref.file];
+            instances.push(SourceInstance {
+                sop_class_uid: file.sop_class_uid.clone(),
+                sop_instance_uid: file.sop_instance_uid.clone(),
+            });
+        }
+    }
+    instances
 }
 
 fn frame_refs(slice: &SliceSource) -> Vec<FrameRef> {

@@ -14,7 +14,7 @@ use dicom_object::file::ReadPreamble;
 
 use super::guard::Extent;
 use crate::geometry::Vec3;
-use crate::volume::{MAX_VOXELS, SeriesInfo};
+use crate::volume::{MAX_VOXELS, SeriesInfo, StudyIdentity};
 
 /// Rows and columns above this are not CT images (the largest CT matrices are 2048).
 pub const MAX_SIDE: u32 = 16384;
@@ -50,6 +50,7 @@ pub struct FileHeader {
     pub path: PathBuf,
     pub info: SeriesInfo,
     pub sop_class_uid: String,
+    pub sop_instance_uid: String,
     pub transfer_syntax_uid: String,
     pub instance_number: Option<i64>,
     pub image_type: Vec<String>,
@@ -272,11 +273,14 @@ fn header_from_object(path: &Path, obj: &DefaultDicomObject, extent: &Extent) ->
         slice_thickness_mm: floats(obj, tags::SLICE_THICKNESS)
             .and_then(|v| v.first().copied())
             .filter(|t| t.is_finite()),
+        frame_of_reference_uid: text(obj, tags::FRAME_OF_REFERENCE_UID),
+        identity: identity(obj),
     };
     HeaderOutcome::Image(Box::new(FileHeader {
         path: path.to_path_buf(),
         info,
         sop_class_uid,
+        sop_instance_uid: text(obj, tags::SOP_INSTANCE_UID),
         transfer_syntax_uid: obj
             .meta()
             .transfer_syntax()
@@ -292,6 +296,21 @@ fn header_from_object(path: &Path, obj: &DefaultDicomObject, extent: &Extent) ->
         columns,
         frames,
     }))
+}
+
+/// The Patient and General Study attributes, verbatim.
+fn identity(obj: &InMemDicomObject) -> StudyIdentity {
+    StudyIdentity {
+        patient_name: text(obj, tags::PATIENT_NAME),
+        patient_id: text(obj, tags::PATIENT_ID),
+        patient_birth_date: text(obj, tags::PATIENT_BIRTH_DATE),
+        patient_sex: text(obj, tags::PATIENT_SEX),
+        study_date: text(obj, tags::STUDY_DATE),
+        study_time: text(obj, tags::STUDY_TIME),
+        study_id: text(obj, tags::STUDY_ID),
+        accession_number: text(obj, tags::ACCESSION_NUMBER),
+        referring_physician_name: text(obj, tags::REFERRING_PHYSICIAN_NAME),
+    }
 }
 
 /// Whether any of the attributes that place a slice is present (top level or per frame).

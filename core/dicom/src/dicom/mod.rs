@@ -22,6 +22,7 @@ mod guard;
 mod header;
 mod layout;
 mod scan;
+pub mod sr;
 pub mod write;
 
 use std::path::PathBuf;

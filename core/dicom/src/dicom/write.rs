@@ -12,6 +12,9 @@ use dicom_object::InMemDicomObject;
 use dicom_object::meta::FileMetaTableBuilder;
 
 use crate::geometry::Vec3;
+
+/// The SOP class of the CT images this module writes.
+pub const CT_IMAGE_STORAGE: &str = uids::CT_IMAGE_STORAGE;
 use crate::volume::SeriesInfo;
 
 /// How the pixel data is stored.
@@ -30,8 +33,8 @@ pub enum PixelEncoding {
 #[derive(Debug, Clone)]
 pub struct CtSlice<'a> {
     pub info: &'a SeriesInfo,
+    /// The frame of reference is `info.frame_of_reference_uid`.
     pub sop_instance_uid: String,
-    pub frame_of_reference_uid: String,
     pub instance_number: i64,
     /// Centre of the first voxel, LPS mm.
     pub position_lps_mm: Vec3,
@@ -80,18 +83,35 @@ pub fn write_ct_slice(path: &Path, slice: &CtSlice<'_>) -> Result<(), WriteError
     };
     put_str(tags::SPECIFIC_CHARACTER_SET, VR::CS, "ISO_IR 100");
     put_str(tags::IMAGE_TYPE, VR::CS, slice.image_type);
-    put_str(tags::SOP_CLASS_UID, VR::UI, uids::CT_IMAGE_STORAGE);
+    put_str(tags::SOP_CLASS_UID, VR::UI, CT_IMAGE_STORAGE);
     put_str(tags::SOP_INSTANCE_UID, VR::UI, &slice.sop_instance_uid);
-    put_str(tags::STUDY_DATE, VR::DA, &info.study_date);
+    let who = &info.identity;
+    put_str(tags::STUDY_DATE, VR::DA, &who.study_date);
+    put_str(tags::STUDY_TIME, VR::TM, &who.study_time);
+    put_str(tags::ACCESSION_NUMBER, VR::SH, &who.accession_number);
     put_str(tags::MODALITY, VR::CS, &info.modality);
     put_str(tags::MANUFACTURER, VR::LO, &info.manufacturer);
     put_str(tags::STUDY_DESCRIPTION, VR::LO, &info.study_description);
     put_str(tags::SERIES_DESCRIPTION, VR::LO, &info.series_description);
-    put_str(tags::PATIENT_NAME, VR::PN, &info.patient_name);
-    put_str(tags::PATIENT_ID, VR::LO, &info.patient_id);
+    put_str(
+        tags::REFERRING_PHYSICIAN_NAME,
+        VR::PN,
+        &who.referring_physician_name,
+    );
+    put_str(tags::PATIENT_NAME, VR::PN, &who.patient_name);
+    put_str(tags::PATIENT_ID, VR::LO, &who.patient_id);
+    put_str(tags::PATIENT_BIRTH_DATE, VR::DA, &who.patient_birth_date);
+    put_str(tags::PATIENT_SEX, VR::CS, &who.patient_sex);
     put_str(tags::SLICE_THICKNESS, VR::DS, &ds(slice.slice_thickness_mm));
     put_str(tags::STUDY_INSTANCE_UID, VR::UI, &info.study_uid);
     put_str(tags::SERIES_INSTANCE_UID, VR::UI, &info.series_uid);
+    put_str(tags::STUDY_ID, VR::SH, &who.study_id);
+    // Type 2 (and 2C) attributes of the CT Image IOD: present, empty where unknown.
+    put_str(tags::BODY_PART_EXAMINED, VR::CS, "CHEST");
+    put_str(tags::PATIENT_POSITION, VR::CS, "HFS");
+    put_str(tags::POSITION_REFERENCE_INDICATOR, VR::LO, "");
+    put_str(tags::KVP, VR::DS, "");
+    put_str(tags::ACQUISITION_NUMBER, VR::IS, "");
     put_str(
         tags::SERIES_NUMBER,
         VR::IS,
@@ -105,7 +125,7 @@ pub fn write_ct_slice(path: &Path, slice: &CtSlice<'_>) -> Result<(), WriteError
     put_str(
         tags::FRAME_OF_REFERENCE_UID,
         VR::UI,
-        &slice.frame_of_reference_uid,
+        &info.frame_of_reference_uid,
     );
     put_str(tags::PHOTOMETRIC_INTERPRETATION, VR::CS, "MONOCHROME2");
     put_str(
@@ -183,6 +203,11 @@ pub fn write_ct_slice(path: &Path, slice: &CtSlice<'_>) -> Result<(), WriteError
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// A new UID under `2.25` (PS3.5 B.2): a random (version 4) UUID as a decimal integer.
+pub fn new_uid() -> String {
+    format!("2.25.{}", uuid::Uuid::new_v4().as_u128())
 }
 
 /// Tessera's implementation class UID, under the UUID-derived `2.25` root.

@@ -1,0 +1,222 @@
+//! A reader's review of one run: a decision per finding, notes, findings the reader added.
+//! Kept as `review.json` beside the run's `det.json` (schema `tessera.review/1`) and written
+//! atomically; it names the run it belongs to, so it is never applied to another.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::report::DetectionReport;
+
+/// The schema name and version written into every `review.json`.
+pub const SCHEMA: &str = "tessera.review/1";
+
+/// A reader's call on one finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Accepted,
+    Rejected,
+    Unsure,
+}
+
+impl Decision {
+    pub const ALL: [Self; 3] = [Self::Accepted, Self::Rejected, Self::Unsure];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+            Self::Unsure => "unsure",
+        }
+    }
+}
+
+/// The decision on one detection of the run (`index` in det.json's `detections`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingReview {
+    pub index: usize,
+    pub decision: Option<Decision>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// When it was decided, DICOM DT (`YYYYMMDDHHMMSS`, local time).
+    pub decided_at: String,
+}
+
+/// A finding the detector did not report, drawn by the reader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddedFinding {
+    pub center_lps_mm: [f64; 3],
+    pub size_mm: [f64; 3],
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    pub added_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Review {
+    pub schema: String,
+    /// [`run_id`] of the det.json reviewed.
+    pub run_id: String,
+    pub series_uid: String,
+    pub model_sha256: String,
+    /// DICOM PN (`Family^Given`), from the viewer's settings.
+    pub reader: String,
+    pub findings: Vec<FindingReview>,
+    #[serde(default)]
+    pub added: Vec<AddedFinding>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a review file", path.display())]
+    Parse {
+        path: std::path::PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{} has schema {found}, not {SCHEMA}", path.display())]
+    Schema {
+        path: std::path::PathBuf,
+        found: String,
+    },
+    #[error(
+        "{} reviews run {found}, not this one ({expected}): the detections differ, so its decisions would land on the wrong findings",
+        path.display()
+    )]
+    OtherRun {
+        path: std::path::PathBuf,
+        expected: String,
+        found: String,
+    },
+    #[error("{} decides finding {index}, but the run has {count}", path.display())]
+    NoSuchFinding {
+        path: std::path::PathBuf,
+        index: usize,
+        count: usize,
+    },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A run's identity: the first 16 hex digits of SHA-256 over its series, model and
+/// detections (so a rerun that finds the same boxes keeps its review, and any change in
+/// them does not).
+pub fn run_id(report: &DetectionReport) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(report.series_uid.as_bytes());
+    hasher.update([0]);
+    hasher.update(report.model.sha256.as_bytes());
+    hasher.update([0]);
+    // Serialising plain data into a Vec cannot fail; an empty hash input would still differ.
+    hasher.update(serde_json::to_vec(&report.detections).unwrap_or_default());
+    hasher
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Review {
+    /// An empty review of `report` by `reader`.
+    pub fn new(report: &DetectionReport, reader: &str) -> Self {
+        Self {
+            schema: SCHEMA.into(),
+            run_id: run_id(report),
+            series_uid: report.series_uid.clone(),
+            model_sha256: report.model.sha256.clone(),
+            reader: reader.into(),
+            findings: Vec::new(),
+            added: Vec::new(),
+        }
+    }
+
+    /// The review of detection `index`, if any.
+    pub fn of(&self, index: usize) -> Option<&FindingReview> {
+        self.findings.iter().find(|f| f.index == index)
+    }
+
+    /// Sets (or clears, with `None`) the decision on detection `index`, stamped `now`.
+    pub fn decide(&mut self, index: usize, decision: Option<Decision>, now: &str) {
+        match self.findings.iter_mut().find(|f| f.index == index) {
+            Some(f) => {
+                f.decision = decision;
+                f.decided_at = now.into();
+            }
+            None => {
+                self.findings.push(FindingReview {
+                    index,
+                    decision,
+                    note: String::new(),
+                    decided_at: now.into(),
+                });
+                self.findings.sort_by_key(|f| f.index);
+            }
+        }
+    }
+
+    /// Whether every detection of a run of `count` has a decision.
+    pub fn is_complete(&self, count: usize) -> bool {
+        (0..count).all(|i| self.of(i).is_some_and(|f| f.decision.is_some()))
+    }
+
+    /// Reads `path` and checks that it reviews `report`.
+    pub fn read_for(path: &Path, report: &DetectionReport) -> Result<Self, ReviewError> {
+        let path_buf = path.to_path_buf();
+        let bytes = crate::io::read_regular_file(path).map_err(|source| ReviewError::Read {
+            path: path_buf.clone(),
+            source,
+        })?;
+        let review: Self = serde_json::from_slice(&bytes).map_err(|source| ReviewError::Parse {
+            path: path_buf.clone(),
+            source,
+        })?;
+        if review.schema != SCHEMA {
+            return Err(ReviewError::Schema {
+                path: path_buf,
+                found: review.schema,
+            });
+        }
+        let expected = run_id(report);
+        if review.run_id != expected {
+            return Err(ReviewError::OtherRun {
+                path: path_buf,
+                expected,
+                found: review.run_id,
+            });
+        }
+        let count = report.detections.len();
+        if let Some(f) = review.findings.iter().find(|f| f.index >= count) {
+            return Err(ReviewError::NoSuchFinding {
+                path: path_buf,
+                index: f.index,
+                count,
+            });
+        }
+        Ok(review)
+    }
+
+    /// Writes `review.json` atomically.
+    pub fn write(&self, path: &Path) -> Result<(), ReviewError> {
+        let write_error = |source| ReviewError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut bytes =
+            serde_json::to_vec_pretty(self).map_err(|e| write_error(std::io::Error::other(e)))?;
+        bytes.push(b'\n');
+        crate::io::write_atomic(path, &bytes).map_err(write_error)
+    }
+}

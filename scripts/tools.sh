@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The Debian tools the tests check Tessera's DICOM output against: dcmtk (dsrdump, dsr2xml)
+# and dicom3tools (dciodvfy). Installs what is missing when it can (root, or sudo without a
+# password); otherwise says what to install, and the tests that need them say SKIPPED (in CI
+# they fail instead). Re-running it does nothing once everything is in place.
+set -euo pipefail
+say() { printf 'tools: %s\n' "$*" >&2; }
+
+declare -A package_of=([dsrdump]=dcmtk [dsr2xml]=dcmtk [dciodvfy]=dicom3tools)
+missing=()
+for tool in "${!package_of[@]}"; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
+done
+[ "${#missing[@]}" = 0 ] && exit 0
+mapfile -t packages < <(printf '%s\n' "${missing[@]}" | sort -u)
+
+if [ "$(id -u)" = 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  as_root=(sudo -n)
+else
+  say "missing ${packages[*]}: install them (apt-get install ${packages[*]}); until then their tests say SKIPPED"
+  exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  say "missing ${packages[*]} and no apt-get here: install them with your package manager"
+  exit 0
+fi
+say "installing ${packages[*]} (Debian packages, once)"
+export DEBIAN_FRONTEND=noninteractive
+if ! "${as_root[@]}" apt-get install -y --no-install-recommends "${packages[@]}" >/dev/null; then
+  "${as_root[@]}" apt-get update >/dev/null
+  "${as_root[@]}" apt-get install -y --no-install-recommends "${packages[@]}" >/dev/null
+fi
