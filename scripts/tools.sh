@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# The Debian tools the tests check Tessera's DICOM output against: dcmtk (dsrdump, dsr2xml)
-# and dicom3tools (dciodvfy). Installs what is missing when it can (root, or sudo without a
+# The Debian tools the tests check Tessera's DICOM output against: dcmtk (dsrdump, dsr2xml),
+# dicom3tools (dciodvfy), and the PACS the DICOMweb tests talk to (Orthanc with its DICOMweb
+# plugin; the tests start their own on loopback, nothing runs as a service). Installs what is missing when it can (root, or sudo without a
 # password); otherwise says what to install, and the tests that need them say SKIPPED (in CI
 # they fail instead). Re-running it does nothing once everything is in place.
 set -euo pipefail
 say() { printf 'tools: %s\n' "$*" >&2; }
 
-declare -A package_of=([dsrdump]=dcmtk [dsr2xml]=dcmtk [dciodvfy]=dicom3tools)
+declare -A package_of=([dsrdump]=dcmtk [dsr2xml]=dcmtk [dciodvfy]=dicom3tools [Orthanc]=orthanc)
 missing=()
 for tool in "${!package_of[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
+[ -f /usr/share/orthanc/plugins/libOrthancDicomWeb.so ] || missing+=(orthanc-dicomweb)
 [ "${#missing[@]}" = 0 ] && exit 0
 mapfile -t packages < <(printf '%s\n' "${missing[@]}" | sort -u)
 

@@ -47,6 +47,10 @@ enum Command {
     Resample(cmd::resample::ResampleArgs),
     /// Compare two det.json runs detection by detection; exit 0 only within tolerance.
     Parity(cmd::parity::ParityArgs),
+    /// List a PACS's studies (DICOMweb QIDO-RS), or retrieve one's CT series (WADO-RS).
+    Pull(cmd::pacs::PullArgs),
+    /// Store DICOM files (a study, an SR) on a PACS (DICOMweb STOW-RS).
+    Push(cmd::pacs::PushArgs),
     /// A run's findings (and a reader's review) as a DICOM SR (TID 1500); --dump reads one.
     Sr(cmd::sr::SrArgs),
     /// Run several patch sizes against a reference: the hardware profiling report.
@@ -113,6 +117,8 @@ fn main() -> ExitCode {
         Some(Command::Lidc(args)) => done(cmd::lidc::run(&args)),
         Some(Command::Resample(args)) => done(cmd::resample::run(&args)),
         Some(Command::Parity(args)) => cmd::parity::run(&args),
+        Some(Command::Pull(args)) => done(cmd::pacs::pull(&args)),
+        Some(Command::Push(args)) => done(cmd::pacs::push(&args)),
         Some(Command::Sr(args)) => done(cmd::sr::run(&args)),
         Some(Command::Sweep(args)) => cmd::sweep::run(&args, cli.ort_lib.as_deref()),
         Some(Command::Runtime(args)) => done(cmd::runtime::run(&args, cli.ort_lib.as_deref())),

@@ -8,6 +8,7 @@ pub mod flags;
 pub mod info;
 pub mod lidc;
 pub mod outputs;
+pub mod pacs;
 pub mod parity;
 pub mod phantom;
 pub mod resample;
