@@ -398,3 +398,113 @@ fn with_gaps_allowed_a_damaged_slice_is_filled_and_said() {
             .is_some()
     );
 }
+
+#[test]
+fn a_reader_decides_with_keys_and_gets_the_review_back_on_the_same_run() {
+    if !runtime_available() {
+        return;
+    }
+    use tessera::common::settings::Places;
+    use tessera_core::review::{Decision, run_id};
+    use tessera_core::sr::Selection;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
+    h.state_mut()
+        .use_places(Places::under(&dir.path().join("user")));
+    h.state_mut().review.reading.settings.reader = "Reader^Test".into();
+    run_on_phantom(&mut h, None);
+    let rows = {
+        let app = h.state();
+        app.review.rows(app.run_panel.runs.last().unwrap())
+    };
+    assert!(rows.len() >= 2, "the test needs two findings");
+
+    // J selects the first row, A accepts it; J moves on, R rejects; K goes back.
+    for key in [
+        egui::Key::J,
+        egui::Key::A,
+        egui::Key::J,
+        egui::Key::R,
+        egui::Key::K,
+    ] {
+        h.key_press(key);
+        h.step();
+    }
+    let app = h.state();
+    assert_eq!(app.review.selected, Some(rows[0]));
+    assert_eq!(
+        app.review.reading.decision(rows[0]),
+        Some(Decision::Accepted)
+    );
+    assert_eq!(
+        app.review.reading.decision(rows[1]),
+        Some(Decision::Rejected)
+    );
+    h.get_by_label("accepted");
+    h.get_by_label("rejected");
+    h.get_by_label_contains("Reviewed 2 of");
+
+    // Saved at once, beside nothing of the study's.
+    let report = app.run_panel.runs.last().unwrap().report.clone();
+    let stored = Places::under(&dir.path().join("user"))
+        .review_path(&run_id(&report))
+        .unwrap();
+    assert!(stored.is_file(), "{} was not written", stored.display());
+
+    // The SR carries the decisions and the reader.
+    let sr_path = dir.path().join("sr.dcm");
+    let count = h
+        .state()
+        .export_sr(Selection::AcceptedOnly, &sr_path)
+        .unwrap();
+    assert_eq!(count, 1);
+    let read = tessera_core::dicom::sr::read_sr(&sr_path).unwrap();
+    let findings = tessera_core::sr::findings(&read, &sr_path).unwrap();
+    assert_eq!(findings[0].decision, Some(Decision::Accepted));
+    let refused = h
+        .state()
+        .export_sr(Selection::All, &dir.path().join("study").join("sr.dcm"));
+    assert!(
+        refused.is_err(),
+        "an SR is never written into the study's folder"
+    );
+
+    // det.json exported with its review beside it, which `tessera sr --review` takes.
+    let det = dir.path().join("det.json");
+    let app = h.state();
+    tessera::gui::review::export(
+        app.run_panel.runs.last().unwrap(),
+        tessera::gui::review::ExportKind::Json,
+        &det,
+        &[],
+        app.review.reading.review.as_ref(),
+    )
+    .unwrap();
+    let exported = tessera_core::report::DetectionReport::read_json(&det).unwrap();
+    let review_path = tessera::gui::review::review_beside(&det);
+    let review = tessera_core::review::Review::read_for(&review_path, &exported).unwrap();
+    assert_eq!(review.reader, "Reader^Test");
+
+    // The same run again: the same detections, so the review comes back.
+    h.get_by_label("Run").click();
+    step_until(&mut h, "the second run", |app| {
+        !app.run_panel.is_running() && app.run_panel.runs.len() == 2
+    });
+    let app = h.state();
+    assert_eq!(
+        app.review.reading.decision(rows[0]),
+        Some(Decision::Accepted)
+    );
+    assert_eq!(
+        app.review.reading.decision(rows[1]),
+        Some(Decision::Rejected)
+    );
+    assert!(
+        app.messages.iter().any(|m| m
+            .text
+            .starts_with("restored the review of this run (2 decision(s))")),
+        "{:?}",
+        app.messages
+    );
+}

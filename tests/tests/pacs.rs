@@ -94,7 +94,10 @@ fn a_study_goes_to_the_pacs_and_its_sr_comes_back() {
     assert_eq!(count, report.detections.len());
     let bytes = dicom::sr::sr_bytes(&doc).unwrap();
     let stored = server.store(&[bytes]).unwrap();
-    assert_eq!(stored.stored, std::slice::from_ref(&options.sop_instance_uid));
+    assert_eq!(
+        stored.stored,
+        std::slice::from_ref(&options.sop_instance_uid)
+    );
 
     let studies = server.search_studies(&StudyQuery::default()).unwrap();
     let mut modalities = studies[0].modalities.clone();

@@ -4,3 +4,4 @@
 pub mod demo;
 pub mod parse;
 pub mod series;
+pub mod settings;

@@ -6,6 +6,7 @@
 
 mod colors;
 mod overlays;
+pub mod reading;
 pub mod review;
 pub mod run;
 mod slice_view;
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use egui::{Key, Ui};
+use tessera_core::sr::{Selection, SrOptions};
 
 pub use review::Review;
 pub use run::{RunPanel, RunRecord};
@@ -56,6 +58,7 @@ pub fn run(
         options,
         Box::new(move |cc| {
             let mut app = TesseraApp::new(&cc.egui_ctx, source, ort_lib, startup.allow_gaps);
+            app.use_places(crate::common::settings::Places::user());
             app.review.show_seams = startup.seams;
             app.review.show_lungs = startup.lungs;
             app.startup = startup;
@@ -170,6 +173,15 @@ impl TesseraApp {
         self.messages.push(Message { error, text });
     }
 
+    /// Where settings and reviews are kept (the user's folders; tests give a temporary one).
+    pub fn use_places(&mut self, places: crate::common::settings::Places) {
+        let (reading, problem) = reading::Reading::new(places);
+        self.review.reading = reading;
+        if let Some(problem) = problem {
+            self.error(problem);
+        }
+    }
+
     /// Takes what the workers have sent since the last frame.
     fn poll_workers(&mut self) {
         if let Some(job) = &mut self.load {
@@ -226,6 +238,9 @@ impl TesseraApp {
             if self.startup.screenshot.take().is_some() {
                 self.ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             }
+        }
+        for (error, text) in std::mem::take(&mut self.review.notices) {
+            self.message(error, text);
         }
         self.startup_steps();
     }
@@ -326,6 +341,15 @@ impl TesseraApp {
                     self.export_dialog(review::ExportKind::Csv);
                     ui.close();
                 }
+                for (label, selection) in [
+                    ("Export SR, accepted findings…", Selection::AcceptedOnly),
+                    ("Export SR, all with decisions…", Selection::All),
+                ] {
+                    if ui.add_enabled(have_run, egui::Button::new(label)).clicked() {
+                        self.export_sr_dialog(selection);
+                        ui.close();
+                    }
+                }
                 if ui.button("Save layout as PNG…").clicked() {
                     if let Some(path) = rfd::FileDialog::new()
                         .add_filter("PNG", &["png"])
@@ -341,7 +365,7 @@ impl TesseraApp {
                 ui.checkbox(&mut self.review.show_seams, "Window seams and overlap");
                 ui.checkbox(&mut self.review.show_weights, "Blend weight map");
                 ui.checkbox(&mut self.review.show_lungs, "Lung field");
-                if ui.button("Reset views (R)").clicked() {
+                if ui.button("Reset views (0)").clicked() {
                     if let Some(study) = &mut self.study {
                         study.reset_views();
                     }
@@ -414,6 +438,11 @@ impl TesseraApp {
             return;
         };
         shortcuts(ui, study);
+        if let Some(step) = reading::Reading::step_from_keys(ui)
+            && let Some(record) = self.run_panel.runs.last()
+        {
+            self.review.apply(step, record, Some(study));
+        }
         let overlay = run::Overlay::new(&self.run_panel, &self.review);
         slice_view::layout_ui(ui, study, &overlay);
     }
@@ -432,11 +461,42 @@ impl TesseraApp {
             .save_file()
         {
             let inputs: Vec<PathBuf> = self.study.iter().map(|s| s.source.clone()).collect();
-            match review::export(record, kind, &path, &inputs) {
+            match review::export(
+                record,
+                kind,
+                &path,
+                &inputs,
+                self.review.reading.review.as_ref(),
+            ) {
                 Ok(()) => self.info(format!("saved {}", path.display())),
                 Err(e) => self.error(format!("{e:#}")),
             }
         }
+    }
+
+    fn export_sr_dialog(&mut self, selection: Selection) {
+        if let Some(path) = rfd::FileDialog::new()
+            .add_filter("DICOM", &["dcm"])
+            .set_file_name("tessera-sr.dcm")
+            .save_file()
+        {
+            match self.export_sr(selection, &path) {
+                Ok(count) => self.info(format!("saved {} ({count} finding(s))", path.display())),
+                Err(e) => self.error(format!("{e:#}")),
+            }
+        }
+    }
+
+    /// Writes the last run's findings (and the reader's decisions) as a DICOM SR at `path`,
+    /// refused when that would write into or over the study's files.
+    pub fn export_sr(&self, selection: Selection, path: &std::path::Path) -> anyhow::Result<usize> {
+        let record = self.run_panel.runs.last().context("no run to export")?;
+        let inputs: Vec<PathBuf> = self.study.iter().map(|s| s.source.clone()).collect();
+        tessera_core::io::check_output(path, &inputs, false)?;
+        let review = self.review.reading.review.as_ref();
+        let options = SrOptions::now(selection);
+        tessera_core::sr::write(path, &record.report, review, &options)
+            .with_context(|| format!("exporting the SR to {}", path.display()))
     }
 
     /// Saves the next rendered frame as a PNG at `path`.
@@ -451,7 +511,8 @@ impl eframe::App for TesseraApp {
     }
 }
 
-/// Keys 1-5 for window presets, R to reset; the hovered view's arrows are in `slice_view`.
+/// Keys 1-5 for window presets, 0 to reset (R rejects a finding); the hovered view's arrows
+/// are in `slice_view`.
 fn shortcuts(ui: &Ui, study: &mut Study) {
     if ui.memory(|m| m.focused().is_some()) {
         return; // typing in a field
@@ -462,7 +523,7 @@ fn shortcuts(ui: &Ui, study: &mut Study) {
             study.apply_preset(i);
         }
     }
-    if ui.input(|inp| inp.key_pressed(Key::R)) {
+    if ui.input(|inp| inp.key_pressed(Key::Num0)) {
         study.reset_views();
     }
 }

@@ -10,6 +10,7 @@ use egui::Ui;
 use image::ImageEncoder as _;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 
+use super::reading::{Reading, Step, decision_label};
 use super::run::RunRecord;
 use super::study::Study;
 
@@ -39,6 +40,10 @@ pub struct Review {
     /// Highlight differences against the previous run.
     pub compare: bool,
     parity: Option<ParityReport>,
+    /// The reader's decisions on the last run.
+    pub reading: Reading,
+    /// Lines for the message bar (error?, text), taken by the app each frame.
+    pub notices: Vec<(bool, String)>,
 }
 
 impl Default for Review {
@@ -52,6 +57,8 @@ impl Default for Review {
             show_lungs: false,
             compare: false,
             parity: None,
+            reading: Reading::default(),
+            notices: Vec::new(),
         }
     }
 }
@@ -59,10 +66,14 @@ impl Default for Review {
 impl Review {
     /// A new study: a fresh review, the overlay toggles kept.
     pub fn study_changed(&mut self) {
+        let mut reading = std::mem::take(&mut self.reading);
+        reading.review = None;
         *self = Self {
             show_seams: self.show_seams,
             show_weights: self.show_weights,
             show_lungs: self.show_lungs,
+            reading,
+            notices: std::mem::take(&mut self.notices),
             ..Self::default()
         };
     }
@@ -72,6 +83,9 @@ impl Review {
         self.selected = None;
         if let Some(last) = runs.last() {
             self.threshold = last.report.config.score_threshold;
+            if let Some(notice) = self.reading.run_finished(&last.report) {
+                self.notices.push((false, notice));
+            }
         }
         self.parity = match runs {
             [.., previous, last] => Some(compare(
@@ -119,12 +133,36 @@ impl Review {
         }
     }
 
+    /// Moves through the findings in table order, or decides the selected one.
+    pub fn apply(&mut self, step: Step, record: &RunRecord, study: Option<&mut Study>) {
+        let rows = self.rows(record);
+        let at = self
+            .selected
+            .and_then(|s| rows.iter().position(|&r| r == s));
+        let target = match (step, at) {
+            (Step::Decide(decision), _) => {
+                if let Some(index) = self.selected
+                    && let Err(e) = self.reading.decide(index, decision)
+                {
+                    self.notices.push((true, e));
+                }
+                return;
+            }
+            (Step::Next, Some(at)) => rows.get(at + 1).or(rows.last()),
+            (Step::Previous, Some(at)) => rows.get(at.saturating_sub(1)),
+            (Step::Next | Step::Previous, None) => rows.first(),
+        };
+        if let Some(&i) = target {
+            self.select(i, record, study);
+        }
+    }
+
     /// The review panel; returns an export the user asked for.
     pub fn ui(
         &mut self,
         ui: &mut Ui,
         runs: &[RunRecord],
-        study: Option<&mut Study>,
+        mut study: Option<&mut Study>,
     ) -> Option<ExportKind> {
         ui.heading("Detections");
         let Some(record) = runs.last() else {
@@ -174,6 +212,13 @@ impl Review {
             ));
         }
         let rows = self.rows(record);
+        let (step, problem) = self
+            .reading
+            .ui(ui, self.selected, record.report.detections.len());
+        self.notices.extend(problem.map(|p| (true, p)));
+        if let Some(step) = step {
+            self.apply(step, record, study.as_deref_mut());
+        }
         let only_now: Vec<usize> = if self.compare {
             self.parity
                 .as_ref()
@@ -200,7 +245,7 @@ impl Review {
     ) {
         egui::Grid::new("detections")
             .striped(true)
-            .num_columns(5)
+            .num_columns(6)
             .show(ui, |ui| {
                 ui.strong("#");
                 for (label, sort) in [
@@ -214,6 +259,7 @@ impl Review {
                     }
                 }
                 ui.strong("Seam");
+                ui.strong("Decision");
                 ui.end_row();
                 for &i in rows {
                     let d = &record.report.detections[i];
@@ -237,6 +283,8 @@ impl Review {
                         d.center_lps_mm[0], d.center_lps_mm[1], d.center_lps_mm[2]
                     ));
                     ui.label(if d.crosses_seam { "crosses" } else { "" });
+                    let (text, color) = decision_label(self.reading.decision(i));
+                    ui.colored_label(color, text);
                     ui.end_row();
                 }
             });
@@ -270,20 +318,43 @@ fn max_mm(size: &[f64; 3]) -> f64 {
     size.iter().copied().fold(0.0, f64::max)
 }
 
-/// Writes the run's detections like `tessera detect` does (det.json or the LUNA16 CSV) to `path`, refused when that would write into or over the
-/// study's files (`inputs`).
+/// Writes the run's detections like `tessera detect` does (det.json or the LUNA16 CSV) to
+/// `path`, refused when that would write into or over the study's files (`inputs`). A JSON
+/// export takes the reader's review along (`NAME.review.json` beside it), as a set.
 pub fn export(
     record: &RunRecord,
     kind: ExportKind,
     path: &Path,
     inputs: &[PathBuf],
+    review: Option<&tessera_core::review::Review>,
 ) -> anyhow::Result<()> {
     tessera_core::io::check_output(path, inputs, false)?;
-    match kind {
-        ExportKind::Json => record.report.write_json(path),
-        ExportKind::Csv => record.report.write_luna16_csv(path),
-    }
-    .with_context(|| format!("exporting to {}", path.display()))
+    let written = match (kind, review.filter(|r| !r.findings.is_empty())) {
+        (ExportKind::Json, Some(review)) => {
+            let review_path = review_beside(path);
+            tessera_core::io::check_output(&review_path, inputs, false)?;
+            let mut det = serde_json::to_vec_pretty(&record.report)?;
+            det.push(b'\n');
+            let mut decisions = serde_json::to_vec_pretty(review)?;
+            decisions.push(b'\n');
+            tessera_core::io::write_set(&[(path, &det), (&review_path, &decisions)])
+                .map_err(anyhow::Error::from)
+        }
+        (ExportKind::Json, None) => record.report.write_json(path).map_err(anyhow::Error::from),
+        (ExportKind::Csv, _) => record
+            .report
+            .write_luna16_csv(path)
+            .map_err(anyhow::Error::from),
+    };
+    written.with_context(|| format!("exporting to {}", path.display()))
+}
+
+/// `det.json` -> `det.review.json`.
+pub fn review_beside(det: &Path) -> PathBuf {
+    let stem = det
+        .file_stem()
+        .map_or_else(|| "det".into(), |s| s.to_string_lossy().into_owned());
+    det.with_file_name(format!("{stem}.review.json"))
 }
 
 /// A screenshot of the next frame, encoded to PNG and written atomically.

@@ -597,7 +597,7 @@ fn card_ui(ui: &mut Ui, study: &Study, rect: Rect) {
     }
     child.separator();
     child.weak(
-        "Click: crosshair (shift-drag to drag it) · left-drag: window/level · middle-drag: pan · right-drag: zoom · wheel/arrows: slice · double-click: maximise · R: reset",
+        "Click: crosshair (shift-drag to drag it) · left-drag: window/level · middle-drag: pan · right-drag: zoom · wheel/arrows: slice · double-click: maximise · 0: reset views",
     );
     child.weak(format!(
         "Presets: 1 lung · 2 soft tissue · 3 bone · 4 brain · 5 the file's own{}",

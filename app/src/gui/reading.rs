@@ -1,0 +1,232 @@
+//! The reader's pass over the last run's findings: next/previous (J/K, Space/Shift+Space),
+//! accept/reject/unsure (A/R/U or buttons), a note, the reader's name. Every change is saved
+//! at once (one file per run in the user's data folder), and a run that finds the same
+//! detections again gets its review back.
+
+use egui::{Key, Ui};
+use tessera_core::report::DetectionReport;
+use tessera_core::review::{Decision, Review, run_id};
+
+use crate::common::settings::{Places, Settings};
+
+/// The decisions on the last run, and the note being typed.
+#[derive(Debug, Default)]
+pub struct Reading {
+    pub review: Option<Review>,
+    pub settings: Settings,
+    pub places: Places,
+    /// The note field's text for the selected finding (saved when it loses focus).
+    note: String,
+    note_for: Option<usize>,
+}
+
+/// What the reader asked for with a key or a button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Next,
+    Previous,
+    Decide(Decision),
+}
+
+impl Reading {
+    /// The reader's settings from `places`; a broken settings file is reported, not fatal.
+    pub fn new(places: Places) -> (Self, Option<String>) {
+        let (settings, problem) = match places.load_settings() {
+            Ok(s) => (s, None),
+            Err(e) => (Settings::default(), Some(format!("{e:#}"))),
+        };
+        let reading = Self {
+            settings,
+            places,
+            ..Self::default()
+        };
+        (reading, problem)
+    }
+
+    /// A new run: its stored review if there is one (same detections), else a fresh one.
+    /// Returns a line for the message bar.
+    pub fn run_finished(&mut self, report: &DetectionReport) -> Option<String> {
+        self.note_for = None;
+        let id = run_id(report);
+        let stored = self.places.review_path(&id).filter(|p| p.is_file());
+        match stored.map(|path| (Review::read_for(&path, report), path)) {
+            Some((Ok(review), path)) => {
+                let decided = review
+                    .findings
+                    .iter()
+                    .filter(|f| f.decision.is_some())
+                    .count();
+                self.review = Some(review);
+                Some(format!(
+                    "restored the review of this run ({decided} decision(s)) from {}",
+                    path.display()
+                ))
+            }
+            Some((Err(e), _)) => {
+                self.review = Some(Review::new(report, &self.settings.reader));
+                Some(format!("the stored review could not be used: {e:#}"))
+            }
+            None => {
+                self.review = Some(Review::new(report, &self.settings.reader));
+                None
+            }
+        }
+    }
+
+    /// Records `decision` on finding `index` and saves the review.
+    pub fn decide(&mut self, index: usize, decision: Decision) -> Result<(), String> {
+        let Some(review) = &mut self.review else {
+            return Ok(());
+        };
+        review.reader.clone_from(&self.settings.reader);
+        review.decide(index, Some(decision), &tessera_core::sr::now_dt());
+        self.save()
+    }
+
+    fn save(&self) -> Result<(), String> {
+        let (Some(review), Some(path)) = (
+            &self.review,
+            self.review
+                .as_ref()
+                .and_then(|r| self.places.review_path(&r.run_id)),
+        ) else {
+            return Ok(());
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        }
+        review.write(&path).map_err(|e| format!("{e:#}"))
+    }
+
+    /// The decision on finding `index`, if any.
+    pub fn decision(&self, index: usize) -> Option<Decision> {
+        self.review.as_ref()?.of(index)?.decision
+    }
+
+    /// The keys of a review step, unless a text field has the keyboard.
+    pub fn step_from_keys(ui: &Ui) -> Option<Step> {
+        if ui.memory(|m| m.focused().is_some()) {
+            return None;
+        }
+        ui.input(|i| {
+            let shift = i.modifiers.shift;
+            if i.key_pressed(Key::J) || (i.key_pressed(Key::Space) && !shift) {
+                Some(Step::Next)
+            } else if i.key_pressed(Key::K) || (i.key_pressed(Key::Space) && shift) {
+                Some(Step::Previous)
+            } else if i.key_pressed(Key::A) {
+                Some(Step::Decide(Decision::Accepted))
+            } else if i.key_pressed(Key::R) {
+                Some(Step::Decide(Decision::Rejected))
+            } else if i.key_pressed(Key::U) {
+                Some(Step::Decide(Decision::Unsure))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Reader's name, the selected finding's buttons and note, and how far the review is.
+    /// Returns the step a button asked for, and a failure to save, if any.
+    pub fn ui(
+        &mut self,
+        ui: &mut Ui,
+        selected: Option<usize>,
+        count: usize,
+    ) -> (Option<Step>, Option<String>) {
+        let mut step = None;
+        let mut problem = None;
+        ui.horizontal(|ui| {
+            ui.label("Reader");
+            let name = ui.add(
+                egui::TextEdit::singleline(&mut self.settings.reader)
+                    .hint_text("Family^Given")
+                    .desired_width(160.0),
+            );
+            if name.lost_focus()
+                && let Err(e) = self.places.save_settings(&self.settings)
+            {
+                problem = Some(format!("{e:#}"));
+            }
+        });
+        if let Some(review) = &self.review {
+            let of = |d| {
+                review
+                    .findings
+                    .iter()
+                    .filter(|f| f.decision == Some(d))
+                    .count()
+            };
+            ui.label(format!(
+                "Reviewed {} of {count}: {} accepted, {} rejected, {} unsure. Keys: J/K or Space/Shift+Space next/previous, A/R/U decide.",
+                review.findings.iter().filter(|f| f.decision.is_some()).count(),
+                of(Decision::Accepted),
+                of(Decision::Rejected),
+                of(Decision::Unsure),
+            ));
+        }
+        let Some(index) = selected else {
+            return (None, problem);
+        };
+        ui.horizontal(|ui| {
+            ui.label(format!("Finding {}:", index + 1));
+            for (decision, label) in [
+                (Decision::Accepted, "Accept (A)"),
+                (Decision::Rejected, "Reject (R)"),
+                (Decision::Unsure, "Unsure (U)"),
+            ] {
+                let current = self.decision(index) == Some(decision);
+                if ui.selectable_label(current, label).clicked() {
+                    step = Some(Step::Decide(decision));
+                }
+            }
+        });
+        if self.note_for != Some(index) {
+            self.note_for = Some(index);
+            self.note = self
+                .review
+                .as_ref()
+                .and_then(|r| r.of(index))
+                .map(|f| f.note.clone())
+                .unwrap_or_default();
+        }
+        let note = ui.add(egui::TextEdit::singleline(&mut self.note).hint_text("Note"));
+        if note.lost_focus()
+            && let Err(e) = self.set_note(index)
+        {
+            problem = Some(e);
+        }
+        (step, problem)
+    }
+
+    fn set_note(&mut self, index: usize) -> Result<(), String> {
+        let Some(review) = &mut self.review else {
+            return Ok(());
+        };
+        if review
+            .of(index)
+            .map(|f| f.note.as_str())
+            .unwrap_or_default()
+            == self.note
+        {
+            return Ok(());
+        }
+        let decision = review.of(index).and_then(|f| f.decision);
+        review.decide(index, decision, &tessera_core::sr::now_dt());
+        if let Some(f) = review.findings.iter_mut().find(|f| f.index == index) {
+            f.note.clone_from(&self.note);
+        }
+        self.save()
+    }
+}
+
+/// The label and colour of a decision in the table.
+pub fn decision_label(decision: Option<Decision>) -> (&'static str, egui::Color32) {
+    match decision {
+        Some(Decision::Accepted) => ("accepted", egui::Color32::from_rgb(80, 200, 120)),
+        Some(Decision::Rejected) => ("rejected", egui::Color32::from_rgb(230, 90, 90)),
+        Some(Decision::Unsure) => ("unsure", egui::Color32::from_rgb(230, 190, 80)),
+        None => ("", egui::Color32::GRAY),
+    }
+}
