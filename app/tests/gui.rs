@@ -508,3 +508,102 @@ fn a_reader_decides_with_keys_and_gets_the_review_back_on_the_same_run() {
         app.messages
     );
 }
+
+#[test]
+fn a_study_opens_from_the_pacs_and_the_reviewed_sr_goes_back() {
+    if !runtime_available() {
+        return;
+    }
+    let Some(orthanc) = tessera_tests::orthanc::Orthanc::start() else {
+        return;
+    };
+    use tessera::common::settings::Places;
+    use tessera_core::review::Decision;
+
+    let dir = tempfile::tempdir().unwrap();
+    // The PACS holds the phantom the other tests run on; the viewer starts with nothing open.
+    let spec = PhantomSpec {
+        seed: 9,
+        size: [128, 128, 48],
+        spacing_mm: [2.5, 2.5, 5.0],
+        nodules: 3,
+        noise_hu: 18.0,
+    };
+    let remote = phantom::generate(&spec).unwrap();
+    let remote_dir = dir.path().join("remote");
+    phantom::write_series(&remote, &remote_dir).unwrap();
+    let files: Vec<PathBuf> = std::fs::read_dir(&remote_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dcm"))
+        .collect();
+    orthanc.server().store_files(&files).unwrap();
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let mut h = harness(Source::Path(empty));
+    step_until(&mut h, "the empty folder's refusal", |app| {
+        app.load.is_none()
+    });
+    let places = Places::under(&dir.path().join("user"));
+    h.state_mut().use_places(places.clone());
+    {
+        let settings = &mut h.state_mut().review.reading.settings;
+        settings.pacs_url = orthanc.dicomweb_url();
+        settings.pacs_user = tessera_tests::orthanc::USER.into();
+        settings.pacs_password = tessera_tests::orthanc::PASSWORD.into();
+    }
+    h.state_mut().pacs.open = true;
+    // A new window measures itself in its first frame and shows in the next.
+    h.step();
+    h.step();
+    h.get_by_label("Search").click();
+    step_until(&mut h, "the study list", |app| !app.pacs.studies.is_empty());
+    h.get_by_label_contains("PHANTOM SEED9");
+    h.get_by_label("Open CT").click();
+    let uid = remote.volume.info.series_uid.clone();
+    step_until(&mut h, "the retrieved study", |app| {
+        app.study
+            .as_ref()
+            .is_some_and(|s| s.volume.info.series_uid == uid)
+    });
+    let study = h.state().study.as_ref().unwrap();
+    assert_eq!(study.volume.voxels, remote.volume.voxels);
+    assert!(
+        study.source.starts_with(&places.retrieved),
+        "{}",
+        study.source.display()
+    );
+
+    // Run, accept the best finding, send the SR.
+    use_model(&mut h, "tessera-test-tiny");
+    h.step();
+    h.get_by_label("Run").click();
+    step_until(&mut h, "the run", |app| {
+        !app.run_panel.is_running() && !app.run_panel.runs.is_empty()
+    });
+    h.key_press(egui::Key::J);
+    h.step();
+    h.key_press(egui::Key::A);
+    h.step();
+    let best = h.state().review.selected.unwrap();
+    assert_eq!(
+        h.state().review.reading.decision(best),
+        Some(Decision::Accepted)
+    );
+    h.state_mut().send_sr();
+    step_until(&mut h, "the SR upload", |app| !app.pacs.is_busy());
+    assert!(
+        h.state()
+            .messages
+            .iter()
+            .any(|m| !m.error && m.text.starts_with("the PACS stored the SR (1 instance(s))")),
+        "{:?}",
+        h.state().messages
+    );
+    let series = orthanc
+        .server()
+        .search_series(&remote.volume.info.study_uid)
+        .unwrap();
+    assert_eq!(series.iter().filter(|s| s.modality == "SR").count(), 1);
+}

@@ -104,7 +104,7 @@ pub(crate) fn write_folder(phantom: &phantom::Phantom, dir: &Path) -> anyhow::Re
 }
 
 /// `$TESSERA_CACHE_DIR`, else `$XDG_CACHE_HOME/tessera`, else `~/.cache/tessera`.
-fn cache_root() -> PathBuf {
+pub fn cache_root() -> PathBuf {
     let from_env = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())

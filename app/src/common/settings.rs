@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-/// What the viewer remembers between sessions. Credentials are not kept here: the PACS
-/// client reads them from the environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the viewer remembers between sessions. PACS credentials may be put here by hand
+/// (the file is kept readable by its owner only); the environment's take precedence
+/// (`TESSERA_PACS_TOKEN`, `TESSERA_PACS_USER`/`TESSERA_PACS_PASSWORD`).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
     /// The reader's name as DICOM PN (`Family^Given`), stamped on reviews and SRs.
     #[serde(default)]
@@ -16,6 +17,55 @@ pub struct Settings {
     /// The PACS's DICOMweb root.
     #[serde(default)]
     pub pacs_url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pacs_user: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pacs_password: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pacs_token: String,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("reader", &self.reader)
+            .field("pacs_url", &self.pacs_url)
+            .field("pacs_user", &self.pacs_user)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// The PACS credentials: the environment's, else these settings', else none.
+    pub fn pacs_auth(&self) -> anyhow::Result<Option<tessera_core::pacs::Auth>> {
+        use tessera_core::pacs::Auth;
+        if let Some(auth) = Auth::from_env()? {
+            return Ok(Some(auth));
+        }
+        Ok(if !self.pacs_token.is_empty() {
+            Some(Auth::Bearer(self.pacs_token.clone()))
+        } else if !self.pacs_user.is_empty() {
+            Some(Auth::Basic {
+                user: self.pacs_user.clone(),
+                password: self.pacs_password.clone(),
+            })
+        } else {
+            None
+        })
+    }
+
+    /// A client for the configured PACS.
+    pub fn pacs_server(&self) -> anyhow::Result<tessera_core::pacs::Server> {
+        if self.pacs_url.trim().is_empty() {
+            anyhow::bail!(
+                "no PACS URL: set the server's DICOMweb root (e.g. http://localhost:8042/dicom-web)"
+            );
+        }
+        Ok(tessera_core::pacs::Server::new(
+            &self.pacs_url,
+            self.pacs_auth()?,
+        )?)
+    }
 }
 
 /// Where the viewer's files live; `None` folders keep nothing (tests, or no home folder).
@@ -23,6 +73,8 @@ pub struct Settings {
 pub struct Places {
     pub settings: Option<PathBuf>,
     pub reviews: Option<PathBuf>,
+    /// Studies retrieved from a PACS, one folder per study and series.
+    pub retrieved: PathBuf,
 }
 
 impl Places {
@@ -40,6 +92,7 @@ impl Places {
         Self {
             settings: config.map(|c| c.join("tessera/settings.json")),
             reviews: data.map(|d| d.join("tessera/reviews")),
+            retrieved: super::demo::cache_root().join("pacs"),
         }
     }
 
@@ -48,6 +101,7 @@ impl Places {
         Self {
             settings: Some(dir.join("settings.json")),
             reviews: Some(dir.join("reviews")),
+            retrieved: dir.join("pacs"),
         }
     }
 
@@ -68,7 +122,11 @@ impl Places {
         let Some(path) = &self.settings else {
             return Ok(());
         };
-        write_json(path, settings)
+        write_json(path, settings)?;
+        // It may hold PACS credentials.
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("restricting {}", path.display()))
     }
 
     /// Where the review of run `run_id` is kept.
@@ -102,6 +160,7 @@ mod tests {
         let settings = Settings {
             reader: "Doe^Jane".into(),
             pacs_url: "http://localhost:8042/dicom-web".into(),
+            ..Settings::default()
         };
         places.save_settings(&settings).unwrap(); // ok: test code
         assert_eq!(places.load_settings().unwrap(), settings); // ok: test code
