@@ -82,6 +82,9 @@ struct ViewArgs {
     /// Allow gaps in the viewer); filled slices are listed and marked.
     #[arg(long)]
     allow_gaps: bool,
+    /// Show this DICOM SR's findings over the study (File > Open SR in the viewer).
+    #[arg(long, value_name = "FILE")]
+    sr: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
                 seams: args.seams,
                 lungs: args.lungs,
                 allow_gaps: args.allow_gaps,
+                sr: args.sr,
             },
         )),
         Some(Command::Info(args)) => done(cmd::info::run(&args)),

@@ -17,3 +17,5 @@ pub const FINISHED_WINDOW: Color32 = Color32::from_rgba_premultiplied(20, 60, 20
 /// Slices interpolated over a gap: a colour no other overlay uses.
 pub const FILLED_SLICE: Color32 = Color32::from_rgb(255, 120, 200);
 pub const FILLED_SLICE_BAND: Color32 = Color32::from_rgba_premultiplied(90, 40, 70, 90);
+/// Findings read from an SR: apart from the live run's score colours.
+pub const IMPORTED: Color32 = Color32::from_rgb(90, 220, 140);

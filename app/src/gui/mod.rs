@@ -5,6 +5,7 @@
 //! computes comes from `tessera_core` (slices, plans, the pipeline, parity, reports).
 
 mod colors;
+pub mod imported;
 mod overlays;
 pub mod pacs;
 pub mod reading;
@@ -36,6 +37,8 @@ pub struct Startup {
     pub lungs: bool,
     /// Interpolate over missing or unreadable slices instead of refusing a series.
     pub allow_gaps: bool,
+    /// Show this SR's findings once the study is open.
+    pub sr: Option<PathBuf>,
 }
 
 /// Opens the viewer window and blocks until it is closed.
@@ -115,6 +118,8 @@ pub struct TesseraApp {
     pub allow_gaps: bool,
     /// File > Open from PACS, and sending SRs.
     pub pacs: pacs::PacsBrowser,
+    /// An SR's findings over the study (File > Open SR).
+    pub imported: Option<imported::Imported>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +147,7 @@ impl TesseraApp {
             startup: Startup::default(),
             allow_gaps,
             pacs: pacs::PacsBrowser::default(),
+            imported: None,
         };
         app.open(source, None);
         app
@@ -208,6 +214,7 @@ impl TesseraApp {
                     }
                     self.run_panel.study_changed(&study);
                     self.review.study_changed();
+                    self.imported = None;
                     self.study = Some(*study);
                 }
                 study::LoadPoll::Failed(e) => {
@@ -254,10 +261,13 @@ impl TesseraApp {
         self.startup_steps();
     }
 
-    /// `--run` and `--screenshot`: act once the study is open (and the run is done).
+    /// `--sr`, `--run` and `--screenshot`: act once the study is open (and the run is done).
     fn startup_steps(&mut self) {
         if self.study.is_none() || self.run_panel.is_running() || self.screenshot.is_some() {
             return;
+        }
+        if let Some(path) = self.startup.sr.take() {
+            self.import_sr(&path);
         }
         if self.startup.run {
             self.startup.run = false;
@@ -335,6 +345,16 @@ impl TesseraApp {
                 }
                 if ui.button("Open from PACS…").clicked() {
                     self.pacs.open = true;
+                    ui.close();
+                }
+                if ui
+                    .add_enabled(self.study.is_some(), egui::Button::new("Open SR…"))
+                    .on_hover_text("Show a DICOM SR's findings over the open study")
+                    .clicked()
+                {
+                    if let Some(path) = rfd::FileDialog::new().pick_file() {
+                        self.import_sr(&path);
+                    }
                     ui.close();
                 }
                 if ui.button("Open demo study").clicked() {
@@ -440,6 +460,10 @@ impl TesseraApp {
             if let Some(kind) = export {
                 self.export_dialog(kind);
             }
+            if let Some(imported) = &mut self.imported {
+                ui.separator();
+                imported.ui(ui, self.study.as_mut());
+            }
         });
     }
 
@@ -467,7 +491,8 @@ impl TesseraApp {
         {
             self.review.apply(step, record, Some(study));
         }
-        let overlay = run::Overlay::new(&self.run_panel, &self.review);
+        let mut overlay = run::Overlay::new(&self.run_panel, &self.review);
+        overlay.imported = self.imported.as_ref();
         slice_view::layout_ui(ui, study, &overlay);
     }
 
@@ -521,6 +546,30 @@ impl TesseraApp {
         let options = SrOptions::now(selection);
         tessera_core::sr::write(path, &record.report, review, &options)
             .with_context(|| format!("exporting the SR to {}", path.display()))
+    }
+
+    /// Shows the findings of the SR at `path` over the open study.
+    pub fn import_sr(&mut self, path: &std::path::Path) {
+        let Some(study) = &self.study else {
+            return self.error("open the study the SR is about first");
+        };
+        match imported::Imported::load(path, study) {
+            Ok(imported) => {
+                let outside = imported.boxes.iter().filter(|b| b.is_none()).count();
+                self.info(format!(
+                    "{}: {} finding(s){}",
+                    path.display(),
+                    imported.findings.len(),
+                    if outside > 0 {
+                        format!(", {outside} outside the open volume")
+                    } else {
+                        String::new()
+                    }
+                ));
+                self.imported = Some(imported);
+            }
+            Err(e) => self.error(format!("{e:#}")),
+        }
     }
 
     /// The PACS browser's window, and what its clicks ask for.

@@ -598,6 +598,8 @@ pub struct Overlay<'a> {
     pub review: Option<&'a Review>,
     pub record: Option<&'a RunRecord>,
     pub previous: Option<&'a RunRecord>,
+    /// An SR's findings (File > Open SR).
+    pub imported: Option<&'a super::imported::Imported>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

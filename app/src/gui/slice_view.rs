@@ -331,6 +331,37 @@ fn draw_overlay(
         }
     }
     draw_detections(painter, map, overlay, index);
+    draw_imported(painter, map, overlay, index);
+}
+
+/// An SR's findings on this slice, labelled with their tracking identifiers.
+fn draw_imported(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>, index: usize) {
+    let Some(imported) = overlay.imported else {
+        return;
+    };
+    for (i, (finding, placed)) in imported.findings.iter().zip(&imported.boxes).enumerate() {
+        let Some(b) = placed else {
+            continue;
+        };
+        let Some(rect) = box_on_slice(b.min, b.max, map.size, map.plane, index) else {
+            continue;
+        };
+        let rect = image_rect(map, rect);
+        let width = if imported.selected == Some(i) {
+            2.5
+        } else {
+            1.5
+        };
+        let stroke = Stroke::new(width, colors::IMPORTED);
+        painter.rect_stroke(rect, 0.0, stroke, StrokeKind::Outside);
+        painter.text(
+            rect.left_bottom() + vec2(0.0, 2.0),
+            Align2::LEFT_TOP,
+            &finding.tracking_id,
+            FontId::proportional(11.0),
+            colors::IMPORTED,
+        );
+    }
 }
 
 /// The last run's boxes on this slice, coloured by score (the selected one highlighted), and

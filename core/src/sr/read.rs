@@ -7,6 +7,7 @@ use super::{SrError, codes as c};
 use crate::dicom::sr::{GraphicType3d, Item, ReadSr, Value};
 use crate::geometry::Vec3;
 use crate::review::Decision;
+use crate::volume::{Geometry, StudyVoxelBox};
 
 /// One measurement group's finding.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,11 +16,43 @@ pub struct SrFinding {
     pub center_lps_mm: Vec3,
     /// Lengths of the ellipsoid's three axes (in the order written); `None` for a point.
     pub size_mm: Option<Vec3>,
+    /// The region's points as written (LPS mm): an ellipsoid's six axis ends, or one point.
+    pub points_lps_mm: Vec<Vec3>,
     pub frame_of_reference_uid: String,
     /// The detector's certainty as a score in 0..1, when the group has one.
     pub score: Option<f32>,
     pub decision: Option<Decision>,
     pub note: String,
+}
+
+impl SrFinding {
+    /// The study voxels the region spans (its points' bounding box; a point is one voxel),
+    /// or `None` when it lies outside the volume.
+    pub fn study_box(&self, geometry: &Geometry) -> Option<StudyVoxelBox> {
+        let voxel_from_world = geometry.world_from_voxel.inverse()?;
+        let voxels: Vec<Vec3> = self
+            .points_lps_mm
+            .iter()
+            .map(|p| voxel_from_world.apply(*p))
+            .collect();
+        let mut min = [0usize; 3];
+        let mut max = [0usize; 3];
+        for axis in 0..3 {
+            let lo = voxels.iter().map(|v| v[axis]).fold(f64::INFINITY, f64::min);
+            let hi = voxels
+                .iter()
+                .map(|v| v[axis])
+                .fold(f64::NEG_INFINITY, f64::max);
+            // Voxel i covers [i - 0.5, i + 0.5).
+            let first = (lo + 0.5).floor().max(0.0);
+            let end = ((hi + 0.5).floor() + 1.0).min(geometry.size[axis] as f64);
+            if first.partial_cmp(&end) != Some(std::cmp::Ordering::Less) {
+                return None;
+            }
+            (min[axis], max[axis]) = (first as usize, end as usize);
+        }
+        Some(StudyVoxelBox { min, max })
+    }
 }
 
 /// The findings of `sr` (read from `path`), in report order.
@@ -96,6 +129,7 @@ fn finding(group: &Item) -> Option<SrFinding> {
         tracking_id: text(c::tracking_identifier()),
         center_lps_mm,
         size_mm,
+        points_lps_mm: points.clone(),
         frame_of_reference_uid: frame.clone(),
         score,
         decision,
