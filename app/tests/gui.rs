@@ -607,3 +607,54 @@ fn a_study_opens_from_the_pacs_and_the_reviewed_sr_goes_back() {
         .unwrap();
     assert_eq!(series.iter().filter(|s| s.modality == "SR").count(), 1);
 }
+
+/// Drags with the primary button from `from` to `to` across a few frames.
+fn drag(h: &mut Harness<'_, TesseraApp>, from: egui::Pos2, to: egui::Pos2) {
+    h.hover_at(from);
+    h.step();
+    h.drag_at(from);
+    h.step();
+    for t in [0.3, 0.7, 1.0] {
+        h.hover_at(from + (to - from) * t);
+        h.step();
+    }
+    h.drop_at(to);
+    h.step();
+    h.step();
+}
+
+#[test]
+fn the_reader_measures_with_a_ruler_and_adds_a_missed_finding() {
+    if !runtime_available() {
+        return;
+    }
+    use tessera::common::settings::Places;
+    use tessera::gui::tools::Tool;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
+    h.state_mut().use_places(Places::under(&dir.path().join("user")));
+    run_on_phantom(&mut h, None);
+
+    // The axial view is the top-left cell of the central panel.
+    let (from, to) = (egui::pos2(180.0, 180.0), egui::pos2(240.0, 220.0));
+    h.get_by_label("ruler").click();
+    h.step();
+    assert_eq!(h.state().study.as_ref().unwrap().tools.tool, Tool::Ruler);
+    drag(&mut h, from, to);
+    let study = h.state().study.as_ref().unwrap();
+    let ruler = study.tools.ruler.expect("the drag left a ruler");
+    let mm = tessera::gui::tools::length_mm(&ruler, &study.volume.geometry);
+    assert!(mm > 5.0, "{mm} mm for a 72-pixel line");
+    assert!(h.query_by_label_contains("Reader finding").is_none());
+    h.get_by_label("add finding").click();
+    h.step();
+    drag(&mut h, from, to);
+    let added = &h.state().review.reading.review.as_ref().unwrap().added;
+    assert_eq!(added.len(), 1, "{:?}", h.state().messages);
+    assert!(added[0].size_mm.iter().all(|s| *s > 0.0), "{:?}", added[0]);
+    h.get_by_label_contains("Reader finding 1:");
+    h.get_by_label("Remove").click();
+    h.step();
+    assert!(h.state().review.reading.review.as_ref().unwrap().added.is_empty());
+}

@@ -19,3 +19,7 @@ pub const FILLED_SLICE: Color32 = Color32::from_rgb(255, 120, 200);
 pub const FILLED_SLICE_BAND: Color32 = Color32::from_rgba_premultiplied(90, 40, 70, 90);
 /// Findings read from an SR: apart from the live run's score colours.
 pub const IMPORTED: Color32 = Color32::from_rgb(90, 220, 140);
+/// The ruler and a box being drawn.
+pub const TOOL: Color32 = Color32::from_rgb(255, 235, 90);
+/// Findings the reader added.
+pub const ADDED: Color32 = Color32::from_rgb(120, 170, 255);

@@ -13,6 +13,7 @@ pub mod review;
 pub mod run;
 mod slice_view;
 pub mod study;
+pub mod tools;
 
 use std::path::PathBuf;
 
@@ -494,6 +495,18 @@ impl TesseraApp {
         let mut overlay = run::Overlay::new(&self.run_panel, &self.review);
         overlay.imported = self.imported.as_ref();
         slice_view::layout_ui(ui, study, &overlay);
+        if let Some(drawn) = study.tools.drawn.take() {
+            let finding = tools::added_finding(
+                &drawn,
+                &study.volume.geometry,
+                "",
+                &tessera_core::sr::now_dt(),
+            );
+            match self.review.reading.add(finding) {
+                Ok(()) => self.info("added a finding (it goes into the SR as the reader's own)"),
+                Err(e) => self.error(e),
+            }
+        }
     }
 
     fn export_dialog(&mut self, kind: review::ExportKind) {

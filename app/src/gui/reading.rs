@@ -5,7 +5,7 @@
 
 use egui::{Key, Ui};
 use tessera_core::report::DetectionReport;
-use tessera_core::review::{Decision, Review, run_id};
+use tessera_core::review::{AddedFinding, Decision, Review, run_id};
 
 use crate::common::settings::{Places, Settings};
 
@@ -99,6 +99,40 @@ impl Reading {
         review.write(&path).map_err(|e| format!("{e:#}"))
     }
 
+    /// Adds a finding the reader drew, and saves the review.
+    pub fn add(&mut self, finding: AddedFinding) -> Result<(), String> {
+        let Some(review) = &mut self.review else {
+            return Err("run the detector first: added findings belong to a run's review".into());
+        };
+        review.added.push(finding);
+        self.save()
+    }
+
+    /// The findings the reader added, each with Remove.
+    fn added_ui(&mut self, ui: &mut Ui) -> Option<String> {
+        let review = self.review.as_mut()?;
+        let mut remove = None;
+        for (i, a) in review.added.iter().enumerate() {
+            ui.horizontal(|ui| {
+                let [x, y, z] = a.center_lps_mm;
+                ui.colored_label(
+                    super::colors::ADDED,
+                    format!(
+                        "Reader finding {}: ({x:.1}, {y:.1}, {z:.1}) mm, {:.1} mm",
+                        i + 1,
+                        a.size_mm.iter().sum::<f64>() / 3.0
+                    ),
+                );
+                if ui.small_button("Remove").clicked() {
+                    remove = Some(i);
+                }
+            });
+        }
+        let i = remove?;
+        review.added.remove(i);
+        self.save().err()
+    }
+
     /// The decision on finding `index`, if any.
     pub fn decision(&self, index: usize) -> Option<Decision> {
         self.review.as_ref()?.of(index)?.decision
@@ -165,6 +199,9 @@ impl Reading {
                 of(Decision::Rejected),
                 of(Decision::Unsure),
             ));
+        }
+        if let Some(e) = self.added_ui(ui) {
+            problem = Some(e);
         }
         let Some(index) = selected else {
             return (None, problem);

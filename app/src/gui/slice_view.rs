@@ -11,6 +11,7 @@ use tessera_core::view::{Plane, WindowLevel, box_on_slice, orientation_letters, 
 
 use super::run::{Overlay, WindowState};
 use super::study::{PLANES, Study, TextureKey};
+use super::tools::{self, Phase, Tool};
 use super::{colors, overlays};
 
 /// The 2x2 layout (axial, coronal / sagittal, study card), or one maximised view.
@@ -112,6 +113,13 @@ fn view_ui(ui: &mut Ui, study: &mut Study, plane: Plane, rect: Rect, overlay: &O
     interact(ui, study, plane, &response, &map);
     draw_filled_slices(&painter, study, &map, index);
     draw_overlay(&painter, study, &map, overlay, index);
+    tools::draw(
+        &painter,
+        &study.tools,
+        &geometry,
+        (plane, index),
+        &|column, row| map.screen(column, row),
+    );
     draw_crosshair(&painter, study, &map);
     draw_text(&painter, study, plane, rect, &map, &response, scale);
 }
@@ -178,7 +186,27 @@ fn interact(ui: &Ui, study: &mut Study, plane: Plane, response: &egui::Response,
     }
     let shift = ui.input(|i| i.modifiers.shift);
     let delta = response.drag_delta();
-    if response.dragged_by(egui::PointerButton::Primary) {
+    let primary = egui::PointerButton::Primary;
+    let phase = if response.drag_started_by(primary) {
+        Some(Phase::Start)
+    } else if response.drag_stopped_by(primary) {
+        Some(Phase::End)
+    } else if response.dragged_by(primary) {
+        Some(Phase::Move)
+    } else {
+        None
+    };
+    let tool_took = match (phase, response.interact_pointer_pos()) {
+        (Some(phase), Some(p)) if !shift => {
+            let (column, row) = map.voxel(p);
+            let mut edge = study.cursor.map(|v| v as f64 + 0.5);
+            edge[c] = column;
+            edge[r] = row;
+            study.tools.drag(plane, edge, phase)
+        }
+        _ => false,
+    };
+    if response.dragged_by(primary) && !tool_took {
         if shift {
             if let Some(p) = response.interact_pointer_pos() {
                 set_cursor(study, p);
@@ -332,6 +360,41 @@ fn draw_overlay(
     }
     draw_detections(painter, map, overlay, index);
     draw_imported(painter, map, overlay, index);
+    draw_added(painter, study, map, overlay, index);
+}
+
+/// The findings the reader added to the last run's review.
+fn draw_added(
+    painter: &egui::Painter,
+    study: &Study,
+    map: &Mapping,
+    overlay: &Overlay<'_>,
+    index: usize,
+) {
+    let Some(review) = overlay.review.and_then(|r| r.reading.review.as_ref()) else {
+        return;
+    };
+    for (i, added) in review.added.iter().enumerate() {
+        let placed = tools::study_box(added.center_lps_mm, added.size_mm, &study.volume.geometry);
+        let Some(b) = placed.and_then(|b| box_on_slice(b.min, b.max, map.size, map.plane, index))
+        else {
+            continue;
+        };
+        let rect = image_rect(map, b);
+        painter.rect_stroke(
+            rect,
+            0.0,
+            Stroke::new(1.5, colors::ADDED),
+            StrokeKind::Outside,
+        );
+        painter.text(
+            rect.left_top() - vec2(0.0, 2.0),
+            Align2::LEFT_BOTTOM,
+            format!("reader {}", i + 1),
+            FontId::proportional(11.0),
+            colors::ADDED,
+        );
+    }
 }
 
 /// An SR's findings on this slice, labelled with their tracking identifiers.
@@ -599,7 +662,7 @@ fn scale_bar(painter: &egui::Painter, rect: Rect, px_per_mm: f32) {
 }
 
 /// The fourth cell: what is open and how to drive the views.
-fn card_ui(ui: &mut Ui, study: &Study, rect: Rect) {
+fn card_ui(ui: &mut Ui, study: &mut Study, rect: Rect) {
     let v = &study.volume;
     let g = &v.geometry;
     let mut child = ui.new_child(egui::UiBuilder::new().max_rect(rect.shrink(8.0)));
@@ -627,8 +690,15 @@ fn card_ui(ui: &mut Ui, study: &Study, rect: Rect) {
         child.colored_label(child.visuals().warn_fg_color, w);
     }
     child.separator();
+    child.horizontal(|ui| {
+        ui.label("Left-drag:");
+        let tool = &mut study.tools.tool;
+        ui.selectable_value(tool, Tool::Navigate, "window/level");
+        ui.selectable_value(tool, Tool::Ruler, "ruler");
+        ui.selectable_value(tool, Tool::AddFinding, "add finding");
+    });
     child.weak(
-        "Click: crosshair (shift-drag to drag it) · left-drag: window/level · middle-drag: pan · right-drag: zoom · wheel/arrows: slice · double-click: maximise · 0: reset views",
+        "Click: crosshair (shift-drag to drag it) · left-drag: the tool above · middle-drag: pan · right-drag: zoom · wheel/arrows: slice · double-click: maximise · 0: reset views",
     );
     child.weak(format!(
         "Presets: 1 lung · 2 soft tissue · 3 bone · 4 brain · 5 the file's own{}",

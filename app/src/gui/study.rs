@@ -249,6 +249,8 @@ pub struct Study {
     pub window: WindowLevel,
     pub views: [ViewTransform; 3],
     pub maximised: Option<Plane>,
+    /// The ruler and "add finding" tools.
+    pub tools: super::tools::ToolState,
     pub(super) textures: [Option<(TextureKey, egui::TextureHandle)>; 3],
 }
 
@@ -281,6 +283,7 @@ impl Study {
             window: WindowLevel::LUNG,
             views: [ViewTransform::default(); 3],
             maximised: None,
+            tools: super::tools::ToolState::default(),
             textures: [None, None, None],
         };
         study.window = study.file_window().unwrap_or(WindowLevel::LUNG);
