@@ -51,6 +51,8 @@ enum Command {
     Pull(cmd::pacs::PullArgs),
     /// Store DICOM files (a study, an SR) on a PACS (DICOMweb STOW-RS).
     Push(cmd::pacs::PushArgs),
+    /// Record a reader's decisions on a run's findings (review.json) without the viewer.
+    Review(cmd::review::ReviewArgs),
     /// A run's findings (and a reader's review) as a DICOM SR (TID 1500); --dump reads one.
     Sr(cmd::sr::SrArgs),
     /// Run several patch sizes against a reference: the hardware profiling report.
@@ -123,6 +125,7 @@ fn main() -> ExitCode {
         Some(Command::Parity(args)) => cmd::parity::run(&args),
         Some(Command::Pull(args)) => done(cmd::pacs::pull(&args)),
         Some(Command::Push(args)) => done(cmd::pacs::push(&args)),
+        Some(Command::Review(args)) => done(cmd::review::run(&args)),
         Some(Command::Sr(args)) => done(cmd::sr::run(&args)),
         Some(Command::Sweep(args)) => cmd::sweep::run(&args, cli.ort_lib.as_deref()),
         Some(Command::Runtime(args)) => done(cmd::runtime::run(&args, cli.ort_lib.as_deref())),

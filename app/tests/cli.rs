@@ -873,3 +873,103 @@ fn sigterm_stops_a_sweep_and_its_run_in_flight_and_writes_nothing() {
         .unwrap_or_default();
     assert!(entries.is_empty(), "{entries:?}");
 }
+
+#[test]
+fn review_then_sr_then_dump_is_the_headless_reading() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "128x112x40");
+    let det = dir.path().join("det.json");
+    let detected = tessera()
+        .arg("detect")
+        .arg(&study)
+        .arg("--model")
+        .arg(test_model())
+        .args(["--patch", "64x64x24", "--score-threshold", "0.25", "--out"])
+        .arg(&det)
+        .output()
+        .unwrap();
+    assert!(detected.status.success(), "{}", stderr_of(&detected));
+    let count = serde_json::from_slice::<serde_json::Value>(&std::fs::read(&det).unwrap()).unwrap()
+        ["detections"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(count >= 2, "the test needs two detections, got {count}");
+
+    let review = dir.path().join("review.json");
+    let reviewed = tessera()
+        .arg("review")
+        .arg(&det)
+        .args(["--reader", "Doe^Jane", "--accept", "1", "--reject", "2"])
+        .args(["--note", "2=calcified", "--out"])
+        .arg(&review)
+        .output()
+        .unwrap();
+    assert!(reviewed.status.success(), "{}", stderr_of(&reviewed));
+    let beyond = tessera()
+        .arg("review")
+        .arg(&det)
+        .args(["--reader", "Doe^Jane", "--accept"])
+        .arg((count + 1).to_string())
+        .arg("--out")
+        .arg(&review)
+        .output()
+        .unwrap();
+    assert!(!beyond.status.success());
+    assert!(stderr_of(&beyond).contains(&format!("there is no finding {}", count + 1)));
+
+    let sr = dir.path().join("sr.dcm");
+    let written = tessera()
+        .arg("sr")
+        .arg(&det)
+        .arg("--review")
+        .arg(&review)
+        .arg("--accepted-only")
+        .arg("--out")
+        .arg(&sr)
+        .output()
+        .unwrap();
+    assert!(written.status.success(), "{}", stderr_of(&written));
+    assert!(
+        stdout_of(&written).contains("1 finding(s)"),
+        "{}",
+        stdout_of(&written)
+    );
+    let again = tessera()
+        .arg("sr")
+        .arg(&det)
+        .arg("--out")
+        .arg(&sr)
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "an existing DICOM file is not overwritten"
+    );
+    let onto_input = tessera()
+        .arg("sr")
+        .arg(&det)
+        .arg("--out")
+        .arg(&det)
+        .output()
+        .unwrap();
+    assert_eq!(
+        onto_input.status.code(),
+        Some(2),
+        "{}",
+        stderr_of(&onto_input)
+    );
+
+    let dump = tessera().arg("sr").arg("--dump").arg(&sr).output().unwrap();
+    assert!(dump.status.success(), "{}", stderr_of(&dump));
+    let text = stdout_of(&dump);
+    assert!(text.contains("1 finding(s)"), "{text}");
+    assert!(
+        text.contains("Tessera detection 1:") && text.contains("accepted"),
+        "{text}"
+    );
+}

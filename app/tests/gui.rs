@@ -633,7 +633,8 @@ fn the_reader_measures_with_a_ruler_and_adds_a_missed_finding() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
-    h.state_mut().use_places(Places::under(&dir.path().join("user")));
+    h.state_mut()
+        .use_places(Places::under(&dir.path().join("user")));
     run_on_phantom(&mut h, None);
 
     // The axial view is the top-left cell of the central panel.
@@ -656,5 +657,14 @@ fn the_reader_measures_with_a_ruler_and_adds_a_missed_finding() {
     h.get_by_label_contains("Reader finding 1:");
     h.get_by_label("Remove").click();
     h.step();
-    assert!(h.state().review.reading.review.as_ref().unwrap().added.is_empty());
+    assert!(
+        h.state()
+            .review
+            .reading
+            .review
+            .as_ref()
+            .unwrap()
+            .added
+            .is_empty()
+    );
 }

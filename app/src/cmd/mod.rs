@@ -12,6 +12,7 @@ pub mod pacs;
 pub mod parity;
 pub mod phantom;
 pub mod resample;
+pub mod review;
 pub mod runtime;
 pub mod sr;
 pub mod sweep;

@@ -27,3 +27,18 @@ pub fn check(outputs: &[&Path], inputs: &[PathBuf], force: bool) -> Result<(), R
     }
     Ok(())
 }
+
+/// Refuses an output that is one of the files read (for outputs that belong beside their
+/// inputs, such as an SR or a review beside det.json).
+pub fn refuse_same(out: &Path, inputs: &[&Path]) -> Result<(), Refused> {
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match inputs.iter().find(|input| same(out, input)) {
+        Some(input) => Err(Refused(tessera_core::io::OutputError::IsInput {
+            path: input.to_path_buf(),
+        })),
+        None => Ok(()),
+    }
+}

@@ -47,7 +47,7 @@ pub fn run(args: &SrArgs) -> anyhow::Result<()> {
     let inputs: Vec<&Path> = std::iter::once(det.as_path())
         .chain(args.review.as_deref())
         .collect();
-    refuse_inputs(out, &inputs)?;
+    super::outputs::refuse_same(out, &inputs)?;
     tessera_core::io::check_output(out, &[], args.force).map_err(super::outputs::Refused::from)?;
     let selection = if args.accepted_only {
         Selection::AcceptedOnly
@@ -64,22 +64,6 @@ pub fn run(args: &SrArgs) -> anyhow::Result<()> {
         options.sop_instance_uid
     );
     Ok(())
-}
-
-/// The output must not be one of the files read.
-fn refuse_inputs(out: &Path, inputs: &[&Path]) -> Result<(), super::outputs::Refused> {
-    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    match inputs.iter().find(|input| same(out, input)) {
-        Some(input) => Err(super::outputs::Refused(
-            tessera_core::io::OutputError::IsInput {
-                path: input.to_path_buf(),
-            },
-        )),
-        None => Ok(()),
-    }
 }
 
 fn dump(path: &Path) -> anyhow::Result<()> {
