@@ -18,10 +18,11 @@ use tessera_core::volume::SeriesInfo;
 pub type Body = fn(&[u8]);
 
 /// The fuzz targets, by name (the folders of `tests/fuzz-regressions/` and `fuzz/fuzz_targets/`).
-pub const TARGETS: [(&str, Body); 3] = [
+pub const TARGETS: [(&str, Body); 4] = [
     ("dicom_series", dicom_series),
     ("model_card", model_card),
     ("det_json", det_json),
+    ("sr_file", sr_file),
 ];
 
 /// A per-process scratch folder (in memory where the system has one).
@@ -124,5 +125,29 @@ pub fn det_json(data: &[u8]) {
     if let Ok(report) = tessera_core::report::DetectionReport::read_json(&path) {
         let _ = tessera_core::parity::compare(&report, &report, Default::default());
         let _ = report.luna16_csv();
+    }
+}
+
+/// Bytes -> an SR file (from a PACS, say) -> its content tree -> its findings, placed on a
+/// small volume.
+pub fn sr_file(data: &[u8]) {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| scratch("sr"));
+    let path = dir.join("sr.dcm");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let Ok(read) = dicom::sr::read_sr(&path) else {
+        return;
+    };
+    if let Ok(findings) = tessera_core::sr::findings(&read, &path) {
+        let geometry = tessera_core::volume::Geometry::axis_aligned(
+            [64, 64, 32],
+            [0.7, 0.7, 2.5],
+            [-20.0, -20.0, 0.0],
+        );
+        for f in &findings {
+            let _ = f.study_box(&geometry);
+        }
     }
 }

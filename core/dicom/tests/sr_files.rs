@@ -113,3 +113,32 @@ fn a_file_that_is_not_a_whole_sr_is_refused_by_name() {
     let err = read_sr(&text).unwrap_err();
     assert!(err.to_string().contains("notes.txt"), "{err}");
 }
+
+#[test]
+fn a_tree_nested_past_the_limit_is_refused_not_recursed() {
+    let mut item = Item::new(
+        Relationship::Contains,
+        Code::new("121106", "DCM", "Comment"),
+        Value::Text("deep".into()),
+    );
+    for _ in 0..40 {
+        item = Item::container(Code::new("125007", "DCM", "Measurement Group")).with(item);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.dcm");
+    let source = source();
+    write_sr(
+        &path,
+        &SrDocument {
+            root: item,
+            ..document(&source)
+        },
+    )
+    .unwrap();
+    // The element guard stops it first (sequences past 16 levels); the tree reader's own
+    // limit is the second line.
+    let err = read_sr(&path).unwrap_err();
+    assert!(matches!(err, DicomError::Parse { .. }), "{err:?}");
+    assert!(err.to_string().contains("nested deeper"), "{err}");
+    assert!(err.to_string().contains("deep.dcm"), "{err}");
+}
