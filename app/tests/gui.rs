@@ -399,6 +399,16 @@ fn with_gaps_allowed_a_damaged_slice_is_filled_and_said() {
     );
 }
 
+/// The 128x128x48 phantom run with the test model, settings and reviews kept under
+/// `dir/user` (never the user's own folders).
+fn reading_harness(dir: &Path) -> Harness<'static, TesseraApp> {
+    let mut h = harness(Source::Path(phantom_study(dir, [128, 128, 48])));
+    h.state_mut()
+        .use_places(tessera::common::settings::Places::under(&dir.join("user")));
+    run_on_phantom(&mut h, None);
+    h
+}
+
 #[test]
 fn a_reader_decides_with_keys_and_gets_the_review_back_on_the_same_run() {
     if !runtime_available() {
@@ -409,11 +419,8 @@ fn a_reader_decides_with_keys_and_gets_the_review_back_on_the_same_run() {
     use tessera_core::sr::Selection;
 
     let dir = tempfile::tempdir().unwrap();
-    let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
-    h.state_mut()
-        .use_places(Places::under(&dir.path().join("user")));
+    let mut h = reading_harness(dir.path());
     h.state_mut().review.reading.settings.reader = "Reader^Test".into();
-    run_on_phantom(&mut h, None);
     let rows = {
         let app = h.state();
         app.review.rows(app.run_panel.runs.last().unwrap())
@@ -628,14 +635,10 @@ fn the_reader_measures_with_a_ruler_and_adds_a_missed_finding() {
     if !runtime_available() {
         return;
     }
-    use tessera::common::settings::Places;
     use tessera::gui::tools::Tool;
 
     let dir = tempfile::tempdir().unwrap();
-    let mut h = harness(Source::Path(phantom_study(dir.path(), [128, 128, 48])));
-    h.state_mut()
-        .use_places(Places::under(&dir.path().join("user")));
-    run_on_phantom(&mut h, None);
+    let mut h = reading_harness(dir.path());
 
     // The axial view is the top-left cell of the central panel.
     let (from, to) = (egui::pos2(180.0, 180.0), egui::pos2(240.0, 220.0));

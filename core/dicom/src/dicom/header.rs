@@ -505,7 +505,8 @@ fn multi_frame_headers(
     Ok(frames)
 }
 
-fn text(obj: &InMemDicomObject, tag: Tag) -> String {
+/// An attribute's text without padding (`\0`, spaces); empty when absent.
+pub(crate) fn text(obj: &InMemDicomObject, tag: Tag) -> String {
     obj.get(tag)
         .and_then(|e| e.to_str().ok())
         .map(|s| {

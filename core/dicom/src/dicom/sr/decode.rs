@@ -10,6 +10,7 @@ use dicom_object::{InMemDicomObject, OpenFileOptions};
 
 use super::{COMPREHENSIVE_3D_SR, Code, GraphicType3d, Item, Relationship, Value};
 use crate::dicom::DicomError;
+use crate::dicom::header::text;
 use crate::volume::SourceInstance;
 
 /// Deeper trees than this are refused: reports nest a handful of levels, and a crafted file
@@ -211,14 +212,4 @@ fn items(obj: &InMemDicomObject, tag: Tag) -> &[InMemDicomObject] {
 
 fn first_item(obj: &InMemDicomObject, tag: Tag) -> Option<&InMemDicomObject> {
     items(obj, tag).first()
-}
-
-fn text(obj: &InMemDicomObject, tag: Tag) -> String {
-    obj.get(tag)
-        .and_then(|e| e.to_str().ok())
-        .map(|s| {
-            s.trim_matches(|c: char| c == '\0' || c.is_whitespace())
-                .to_string()
-        })
-        .unwrap_or_default()
 }
