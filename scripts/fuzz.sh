@@ -29,6 +29,7 @@ for t in "${targets[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" fuzz/logs
   cp -n tests/fuzz-regressions/"$t"/* "fuzz/corpus/$t/" 2>/dev/null
 done
+mkdir -p fuzz/corpus/model_card fuzz/corpus/dicom_series
 for m in assets/models/*/model.json; do cp -n "$m" "fuzz/corpus/model_card/$(basename "$(dirname "$m")").json"; done
 if [ -d "$data" ]; then
   # A few real slices of each real series (and the odd files around them).
