@@ -192,3 +192,23 @@ fn failures_say_why_and_leave_nothing_behind() {
         "keep"
     );
 }
+
+#[test]
+fn https_refuses_a_certificate_the_system_does_not_trust() {
+    let Some(server) = tessera_tests::tls::UntrustedHttps::start() else {
+        return;
+    };
+    let client = Server::new(
+        &format!("https://127.0.0.1:{}/dicom-web", server.port),
+        None,
+    )
+    .unwrap();
+    let err = client.search_studies(&StudyQuery::default()).unwrap_err();
+    assert!(matches!(err, PacsError::Unreachable { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("UnknownIssuer"), "{text}");
+    assert!(
+        text.contains("not trusted by this system's roots"),
+        "{text}"
+    );
+}

@@ -81,7 +81,7 @@ impl Auth {
 pub enum PacsError {
     #[error("PACS settings: {0}")]
     Config(String),
-    #[error("cannot reach {url}: {reason} (is the server running, and the URL right?)")]
+    #[error("cannot reach {url}: {reason}{}", unreachable_hint(reason))]
     Unreachable { url: String, reason: String },
     #[error("{url} answered {status}{}", describe_status(*status, detail))]
     Status {
@@ -120,6 +120,14 @@ pub enum PacsError {
     },
     #[error("cancelled")]
     Cancelled,
+}
+
+fn unreachable_hint(reason: &str) -> &'static str {
+    if reason.contains("certificate") {
+        " (the server's certificate is not trusted by this system's roots: install its CA in the system's store, or fix the server's certificate)"
+    } else {
+        " (is the server running, and the URL right?)"
+    }
 }
 
 fn describe_status(status: u16, detail: &str) -> String {
