@@ -136,6 +136,17 @@ fn failures_say_why_and_leave_nothing_behind() {
     );
     assert!(err.to_string().contains("credentials"), "{err}");
 
+    // The server refuses what is not DICOM (Orthanc: 400): an error with its answer, nothing
+    // claimed stored.
+    let err = server.store(&[b"not a DICOM file".to_vec()]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PacsError::Status { .. } | PacsError::StoreRefused { stored: 0, .. }
+        ),
+        "{err:?}"
+    );
+
     // Nothing listens.
     let down = Server::new(&format!("http://127.0.0.1:{}/dicom-web", free_port()), None).unwrap();
     let err = down.search_studies(&StudyQuery::default()).unwrap_err();
