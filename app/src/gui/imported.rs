@@ -97,12 +97,17 @@ impl Imported {
                 }
             });
         if let (Some(i), Some(study)) = (clicked, study) {
-            self.selected = Some(i);
-            if let Some(b) = self.boxes[i] {
-                study.set_cursor(std::array::from_fn(|a| {
-                    (b.min[a] + b.max[a] - 1) as f64 / 2.0
-                }));
-            }
+            self.select(i, study);
+        }
+    }
+
+    /// Selects finding `i` and moves the views to its centre.
+    pub fn select(&mut self, i: usize, study: &mut Study) {
+        self.selected = Some(i);
+        if let Some(Some(b)) = self.boxes.get(i) {
+            study.set_cursor(std::array::from_fn(|a| {
+                (b.min[a] + b.max[a] - 1) as f64 / 2.0
+            }));
         }
     }
 }

@@ -283,6 +283,8 @@ impl TesseraApp {
                 && !record.report.detections.is_empty()
             {
                 self.review.select(0, record, self.study.as_mut());
+            } else if let (Some(imported), Some(study)) = (&mut self.imported, &mut self.study) {
+                imported.select(0, study);
             }
             self.save_png(path);
         }
