@@ -275,3 +275,28 @@ fn dcmtk_reads_the_tree_and_dicom3tools_finds_no_error() {
         .count();
     assert_eq!(cited, source.instances.len());
 }
+
+#[test]
+fn an_unnamed_reader_is_not_invented() {
+    if !runtime_available() {
+        return;
+    }
+    use tessera_core::dicom::sr::Value;
+    let report = report();
+    let mut review = review(&report);
+    let dir = tempfile::tempdir().unwrap();
+    let observers = |review: &Review, name: &str| {
+        let path = dir.path().join(name);
+        sr::write(&path, &report, Some(review), &options(Selection::All)).unwrap();
+        read_sr(&path)
+            .unwrap()
+            .root
+            .children
+            .iter()
+            .filter(|c| matches!(c.value, Value::PName(_)))
+            .count()
+    };
+    assert_eq!(observers(&review, "named.dcm"), 1);
+    review.reader.clear();
+    assert_eq!(observers(&review, "unnamed.dcm"), 0);
+}

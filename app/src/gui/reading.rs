@@ -18,6 +18,8 @@ pub struct Reading {
     /// The note field's text for the selected finding (saved when it loses focus).
     note: String,
     note_for: Option<usize>,
+    /// The reader was told once that no name is set.
+    told_unnamed: bool,
 }
 
 /// What the reader asked for with a key or a button.
@@ -80,7 +82,13 @@ impl Reading {
         };
         review.reader.clone_from(&self.settings.reader);
         review.decide(index, Some(decision), &tessera_core::sr::now_dt());
-        self.save()
+        self.save()?;
+        if self.settings.reader.trim().is_empty()
+            && !std::mem::replace(&mut self.told_unnamed, true)
+        {
+            return Err("decision saved, but no reader is named: type your name in the Reader field, or the SR will not say who decided".into());
+        }
+        Ok(())
     }
 
     fn save(&self) -> Result<(), String> {

@@ -43,7 +43,8 @@ pub(super) fn tree(
             Value::Code(c::english()),
         ));
     root.children.extend(device_observer(report));
-    if let Some(review) = review {
+    // A person observer needs a name (PS3.16 TID 1003); an unnamed reader is not invented.
+    if let Some(review) = review.filter(|r| !r.reader.trim().is_empty()) {
         root.children.extend(person_observer(&review.reader));
     }
     let mut measurements = Item::container(c::imaging_measurements());
