@@ -381,18 +381,12 @@ fn draw_added(
             continue;
         };
         let rect = image_rect(map, b);
-        painter.rect_stroke(
+        labelled_box(
+            painter,
             rect,
-            0.0,
-            Stroke::new(1.5, colors::ADDED),
-            StrokeKind::Outside,
-        );
-        painter.text(
-            rect.left_top() - vec2(0.0, 2.0),
-            Align2::LEFT_BOTTOM,
-            format!("reader {}", i + 1),
-            FontId::proportional(11.0),
-            colors::ADDED,
+            (1.5, colors::ADDED),
+            &format!("reader {}", i + 1),
+            true,
         );
     }
 }
@@ -415,16 +409,31 @@ fn draw_imported(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>, 
         } else {
             1.5
         };
-        let stroke = Stroke::new(width, colors::IMPORTED);
-        painter.rect_stroke(rect, 0.0, stroke, StrokeKind::Outside);
-        painter.text(
-            rect.left_bottom() + vec2(0.0, 2.0),
-            Align2::LEFT_TOP,
+        labelled_box(
+            painter,
+            rect,
+            (width, colors::IMPORTED),
             &finding.tracking_id,
-            FontId::proportional(11.0),
-            colors::IMPORTED,
+            false,
         );
     }
+}
+
+/// A box's outline and its label, above it or below it.
+fn labelled_box(
+    painter: &egui::Painter,
+    rect: Rect,
+    (width, color): (f32, Color32),
+    label: &str,
+    above: bool,
+) {
+    painter.rect_stroke(rect, 0.0, Stroke::new(width, color), StrokeKind::Outside);
+    let (at, align) = if above {
+        (rect.left_top() - vec2(0.0, 2.0), Align2::LEFT_BOTTOM)
+    } else {
+        (rect.left_bottom() + vec2(0.0, 2.0), Align2::LEFT_TOP)
+    };
+    painter.text(at, align, label, FontId::proportional(11.0), color);
 }
 
 /// The last run's boxes on this slice, coloured by score (the selected one highlighted), and
@@ -451,13 +460,12 @@ fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>
         } else {
             (colors::score(d.score), 1.5)
         };
-        painter.rect_stroke(rect, 0.0, Stroke::new(width, color), StrokeKind::Outside);
-        painter.text(
-            rect.left_top() - vec2(0.0, 2.0),
-            Align2::LEFT_BOTTOM,
-            format!("{:.2}", d.score),
-            FontId::proportional(11.0),
-            color,
+        labelled_box(
+            painter,
+            rect,
+            (width, color),
+            &format!("{:.2}", d.score),
+            true,
         );
     }
     // Parity against the previous run: boxes it found that this run did not.
