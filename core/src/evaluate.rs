@@ -22,7 +22,8 @@ pub struct Target {
 }
 
 impl Target {
-    fn contains(&self, p: Vec3) -> bool {
+    /// Whether a detection centred at `p` hits it.
+    pub fn contains(&self, p: Vec3) -> bool {
         // Even a tiny target accepts a centre within 1.5 mm: a voxel or two of localisation.
         norm(sub(p, self.center_lps_mm)) <= (self.diameter_mm / 2.0).max(1.5)
     }

@@ -8,6 +8,7 @@
 //! The lower crates' modules are re-exported here under their own names, so that the app and
 //! the tests see one library. No GUI dependency lives here.
 
+pub mod cases;
 pub mod evaluate;
 pub mod parity;
 pub mod phantom;

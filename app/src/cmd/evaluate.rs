@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use tessera_core::cases::{Marked, case_table};
 use tessera_core::evaluate::{FP_RATES, Scan, Target, froc};
 use tessera_core::phantom::Truth;
 use tessera_core::report::DetectionReport;
@@ -22,6 +23,14 @@ pub struct EvaluateArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// For each LIDC case: every reader-marked nodule (readers, size, best score and rank,
+    /// hit or miss) and every false positive at the threshold (inside or outside the lungs).
+    /// Ranks count every detection in det.json: run detect with a low --score-threshold.
+    #[arg(long)]
+    pub cases: bool,
+    /// The threshold of --cases (default: the one the run used).
+    #[arg(long, value_name = "SCORE", value_parser = super::flags::score, requires = "cases")]
+    pub threshold: Option<f32>,
 }
 
 pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
@@ -50,7 +59,11 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             .with_context(|| format!("no LIDC reader XML under {}", case.display()))?;
         let reads = tessera_core::lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
         let (mut targets, mut ignore) = (Vec::new(), Vec::new());
-        for g in tessera_core::lidc::consensus(&reads, tessera_core::lidc::SAME_NODULE_MM) {
+        let groups = tessera_core::lidc::consensus(&reads, tessera_core::lidc::SAME_NODULE_MM);
+        if args.cases {
+            print_case(&det, &case, &groups, args.threshold)?;
+        }
+        for g in groups {
             let t = Target {
                 center_lps_mm: g.center_lps_mm,
                 diameter_mm: g.diameter_mm,
@@ -96,6 +109,34 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             ),
         }
     }
+    Ok(())
+}
+
+/// `--cases`: the case's table, every reader mark counted.
+fn print_case(
+    det: &Path,
+    case: &Path,
+    groups: &[tessera_core::lidc::ConsensusNodule],
+    threshold: Option<f32>,
+) -> anyhow::Result<()> {
+    let report = DetectionReport::read_json(det)?;
+    let marked: Vec<Marked> = groups
+        .iter()
+        .map(|g| Marked {
+            target: Target {
+                center_lps_mm: g.center_lps_mm,
+                diameter_mm: g.diameter_mm,
+            },
+            readers: g.readers,
+        })
+        .collect();
+    let threshold = threshold.unwrap_or(report.config.score_threshold);
+    let table = case_table(&report, &marked, threshold);
+    let name = case.file_name().map_or_else(
+        || case.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    println!("{}", table.to_markdown(&name));
     Ok(())
 }
 

@@ -1,0 +1,73 @@
+//! The per-case table: every marked nodule with its best detection's score and rank, and
+//! every unmarked detection at the threshold as a false positive.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use tessera_core::cases::{Marked, case_table};
+use tessera_core::evaluate::Target;
+use tessera_core::infer::CancelToken;
+use tessera_core::model::{Model, shipped_models_dir};
+use tessera_core::pipeline::{self, DetectConfig};
+use tessera_core::report::DetectionReport;
+use tessera_tests::{runtime_available, small_phantom};
+
+#[test]
+fn marks_get_their_best_detection_and_the_rest_are_false_positives() {
+    if !runtime_available() {
+        return;
+    }
+    let model = Model::load(&shipped_models_dir().join("tessera-test-tiny")).unwrap();
+    let mut config = DetectConfig::new([64, 64, 32]);
+    config.score_threshold = Some(0.2);
+    let result = pipeline::detect(
+        &small_phantom(),
+        &model,
+        &config,
+        &CancelToken::new(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let report = DetectionReport::from_result(&result);
+    let d = &report.detections;
+    assert!(
+        d.len() >= 4,
+        "the test needs four detections, got {}",
+        d.len()
+    );
+    let mut by_score: Vec<usize> = (0..d.len()).collect();
+    by_score.sort_by(|&a, &b| d[b].score.total_cmp(&d[a].score));
+    let mark = |i: usize| Marked {
+        target: Target {
+            center_lps_mm: d[i].center_lps_mm,
+            diameter_mm: 2.0,
+        },
+        readers: 4,
+    };
+    let far = Marked {
+        target: Target {
+            center_lps_mm: [9999.0, 0.0, 0.0],
+            diameter_mm: 10.0,
+        },
+        readers: 1,
+    };
+    // The second and the fourth by score are marked; the threshold sits at the third.
+    let threshold = d[by_score[2]].score;
+    let table = case_table(
+        &report,
+        &[mark(by_score[1]), mark(by_score[3]), far],
+        threshold,
+    );
+    assert_eq!(table.nodules[0].best.map(|(_, rank)| rank), Some(2));
+    assert!(table.nodules[0].hit);
+    assert_eq!(table.nodules[1].best.map(|(_, rank)| rank), Some(4));
+    assert!(!table.nodules[1].hit, "ranked below the threshold");
+    assert_eq!(table.nodules[2].best, None);
+    let ranks: Vec<usize> = table.false_positives.iter().map(|f| f.rank).collect();
+    assert_eq!(ranks, [1, 3], "the unmarked detections at the threshold");
+    let text = table.to_markdown("phantom");
+    assert!(
+        text.contains("2 false positive(s) at the threshold"),
+        "{text}"
+    );
+}
