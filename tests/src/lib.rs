@@ -101,3 +101,22 @@ pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// The tiny test model's run on [`small_phantom`] (64x64x32 windows, threshold 0.2), as
+/// det.json lists it: a handful of detections with known provenance.
+///
+/// # Panics
+/// When the model or the run fails (check [`runtime_available`] first).
+pub fn tiny_model_report() -> tessera_core::report::DetectionReport {
+    use tessera_core::model::{Model, shipped_models_dir};
+    use tessera_core::pipeline::{self, DetectConfig};
+    let model = Model::load(&shipped_models_dir().join("tessera-test-tiny"))
+        .unwrap_or_else(|e| panic!("the test model: {e}"));
+    let mut config = DetectConfig::new([64, 64, 32]);
+    config.score_threshold = Some(0.2);
+    let cancel = tessera_core::infer::CancelToken::new();
+    match pipeline::detect(&small_phantom(), &model, &config, &cancel, &mut |_| {}) {
+        Ok(result) => tessera_core::report::DetectionReport::from_result(&result),
+        Err(e) => panic!("the test model's run: {e}"),
+    }
+}

@@ -6,29 +6,14 @@
 
 use tessera_core::cases::{Marked, case_table};
 use tessera_core::evaluate::Target;
-use tessera_core::infer::CancelToken;
-use tessera_core::model::{Model, shipped_models_dir};
-use tessera_core::pipeline::{self, DetectConfig};
-use tessera_core::report::DetectionReport;
-use tessera_tests::{runtime_available, small_phantom};
+use tessera_tests::{runtime_available, tiny_model_report};
 
 #[test]
 fn marks_get_their_best_detection_and_the_rest_are_false_positives() {
     if !runtime_available() {
         return;
     }
-    let model = Model::load(&shipped_models_dir().join("tessera-test-tiny")).unwrap();
-    let mut config = DetectConfig::new([64, 64, 32]);
-    config.score_threshold = Some(0.2);
-    let result = pipeline::detect(
-        &small_phantom(),
-        &model,
-        &config,
-        &CancelToken::new(),
-        &mut |_| {},
-    )
-    .unwrap();
-    let report = DetectionReport::from_result(&result);
+    let report = tiny_model_report();
     let d = &report.detections;
     assert!(
         d.len() >= 4,

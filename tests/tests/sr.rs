@@ -8,13 +8,10 @@ use std::path::Path;
 use std::process::Command;
 
 use tessera_core::dicom::sr::read_sr;
-use tessera_core::infer::CancelToken;
-use tessera_core::model::{Model, shipped_models_dir};
-use tessera_core::pipeline::{self, DetectConfig};
 use tessera_core::report::DetectionReport;
 use tessera_core::review::{AddedFinding, Decision, Review};
 use tessera_core::sr::{self, Selection, SrError, SrOptions};
-use tessera_tests::{runtime_available, small_phantom, tool};
+use tessera_tests::{runtime_available, tiny_model_report, tool};
 
 /// GraphicData is FL: positions of a few hundred mm keep about 1e-5 mm; sides are
 /// differences of two such positions.
@@ -23,18 +20,7 @@ const MM_TOLERANCE: f64 = 1e-3;
 const SCORE_TOLERANCE: f32 = 1e-6;
 
 fn report() -> DetectionReport {
-    let model = Model::load(&shipped_models_dir().join("tessera-test-tiny")).unwrap();
-    let mut config = DetectConfig::new([64, 64, 32]);
-    config.score_threshold = Some(0.2);
-    let result = pipeline::detect(
-        &small_phantom(),
-        &model,
-        &config,
-        &CancelToken::new(),
-        &mut |_| {},
-    )
-    .unwrap();
-    let report = DetectionReport::from_result(&result);
+    let report = tiny_model_report();
     assert!(
         report.detections.len() >= 3,
         "the test needs three detections, the run found {}",
