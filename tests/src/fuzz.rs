@@ -151,3 +151,87 @@ pub fn sr_file(data: &[u8]) {
         }
     }
 }
+
+/// Seeds made at run time (so that no DICOM file is committed): for `sr_file`, an SR with one
+/// reviewed finding as Tessera writes it, and the same cut short.
+pub fn generated_seeds(target: &str) -> Vec<(String, Vec<u8>)> {
+    if target != "sr_file" {
+        return Vec::new();
+    }
+    let source = seed_source();
+    let Ok(bytes) = dicom::sr::sr_bytes(&seed_sr(&source)) else {
+        return Vec::new();
+    };
+    let cut = bytes[..bytes.len().saturating_sub(200)].to_vec();
+    vec![("valid-sr".into(), bytes), ("cut-short-sr".into(), cut)]
+}
+
+fn seed_source() -> tessera_core::volume::SeriesSource {
+    tessera_core::volume::SeriesSource {
+        study_uid: "2.25.11".into(),
+        series_uid: "2.25.12".into(),
+        frame_of_reference_uid: "2.25.13".into(),
+        modality: "CT".into(),
+        study_description: String::new(),
+        identity: tessera_core::volume::StudyIdentity::default(),
+        instances: vec![tessera_core::volume::SourceInstance {
+            sop_class_uid: dicom::write::CT_IMAGE_STORAGE.into(),
+            sop_instance_uid: "2.25.14".into(),
+        }],
+        axes_lps: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+    }
+}
+
+fn seed_sr(source: &tessera_core::volume::SeriesSource) -> dicom::sr::SrDocument<'_> {
+    use dicom::sr::{GraphicType3d, Item, Relationship, Value};
+    use tessera_core::sr::codes as c;
+    let contains = |concept, value| Item::new(Relationship::Contains, concept, value);
+    let group = Item::container(c::measurement_group())
+        .with(contains(
+            c::tracking_identifier(),
+            Value::Text("seed".into()),
+        ))
+        .with(contains(
+            c::volume_surface(),
+            Value::Scoord3d {
+                graphic_type: GraphicType3d::Ellipsoid,
+                points_lps_mm: vec![
+                    [-5.0, 0.0, 0.0],
+                    [5.0, 0.0, 0.0],
+                    [0.0, -5.0, 0.0],
+                    [0.0, 5.0, 0.0],
+                    [0.0, 0.0, -5.0],
+                    [0.0, 0.0, 5.0],
+                ],
+                frame_of_reference_uid: source.frame_of_reference_uid.clone(),
+            },
+        ))
+        .with(contains(
+            c::certainty_of_finding(),
+            Value::Num {
+                value: 87.5,
+                units: c::percent(),
+            },
+        ))
+        .with(contains(
+            c::reader_decision(),
+            Value::Code(c::decision("accepted")),
+        ));
+    dicom::sr::SrDocument {
+        source,
+        sop_instance_uid: "2.25.15".into(),
+        series_uid: "2.25.16".into(),
+        series_number: 1,
+        instance_number: 1,
+        series_description: String::new(),
+        manufacturer: "Tessera".into(),
+        model_name: "seed".into(),
+        software_versions: String::new(),
+        content_date: "20261204".into(),
+        content_time: "120000".into(),
+        complete: true,
+        private_schemes: Vec::new(),
+        root: Item::container(c::imaging_measurement_report())
+            .with(Item::container(c::imaging_measurements()).with(group)),
+    }
+}

@@ -28,6 +28,24 @@ fn every_regression_input_is_handled_without_a_panic() {
             body(&data);
             replayed += 1;
         }
+        for (name, data) in tessera_tests::fuzz::generated_seeds(target) {
+            eprintln!("{target}: generated {name}");
+            body(&data);
+            replayed += 1;
+        }
     }
     eprintln!("replayed {replayed} input(s)");
+}
+
+#[test]
+fn the_generated_sr_seed_is_a_readable_report() {
+    let seeds = tessera_tests::fuzz::generated_seeds("sr_file");
+    let (_, valid) = seeds.first().expect("an SR seed");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seed.dcm");
+    std::fs::write(&path, valid).unwrap();
+    let read = tessera_core::dicom::sr::read_sr(&path).unwrap();
+    let findings = tessera_core::sr::findings(&read, &path).unwrap();
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].size_mm, Some([10.0, 10.0, 10.0]));
 }
