@@ -153,20 +153,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn settings_round_trip_and_default_when_absent() {
-        let dir = tempfile::tempdir().unwrap(); // ok: test code
+    fn settings_round_trip_and_default_when_absent() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
         let places = Places::under(dir.path());
-        assert_eq!(places.load_settings().unwrap(), Settings::default()); // ok: test code
+        assert_eq!(places.load_settings()?, Settings::default());
         let settings = Settings {
             reader: "Doe^Jane".into(),
             pacs_url: "http://localhost:8042/dicom-web".into(),
             ..Settings::default()
         };
-        places.save_settings(&settings).unwrap(); // ok: test code
-        assert_eq!(places.load_settings().unwrap(), settings); // ok: test code
-        assert_eq!(
-            Places::default().load_settings().unwrap(),
-            Settings::default()
-        ); // ok: test code
+        places.save_settings(&settings)?;
+        assert_eq!(places.load_settings()?, settings);
+        assert_eq!(Places::default().load_settings()?, Settings::default());
+        Ok(())
     }
 }

@@ -397,17 +397,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn png_export_round_trips() {
-        let dir = tempfile::tempdir().unwrap(); // ok: test code
+    fn png_export_round_trips() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
         let path = dir.path().join("layout.png");
         let mut image = egui::ColorImage::filled([3, 2], egui::Color32::from_rgb(10, 20, 30));
         image.pixels[4] = egui::Color32::from_rgb(200, 100, 50);
-        write_png(&image, &path).unwrap(); // ok: test code
-        let back = image::load_from_memory(&std::fs::read(&path).unwrap()) // ok: test code
-            .unwrap() // ok: test code
-            .to_rgba8();
+        write_png(&image, &path)?;
+        let back = image::load_from_memory(&std::fs::read(&path)?)?.to_rgba8();
         assert_eq!(back.dimensions(), (3, 2));
         assert_eq!(back.get_pixel(1, 1).0, [200, 100, 50, 255]);
         assert_eq!(back.get_pixel(0, 0).0, [10, 20, 30, 255]);
+        Ok(())
     }
 }

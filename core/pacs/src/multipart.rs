@@ -46,9 +46,9 @@ pub(crate) fn split<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<&'a [u8]>,
 }
 
 /// One body from `files`, each a part of type `application/dicom`.
-pub(crate) fn join(files: &[Vec<u8>], boundary: &str) -> Vec<u8> {
+pub(crate) fn join(files: &[&[u8]], boundary: &str) -> Vec<u8> {
     let mut body =
-        Vec::with_capacity(files.iter().map(Vec::len).sum::<usize>() + 128 * files.len());
+        Vec::with_capacity(files.iter().map(|f| f.len()).sum::<usize>() + 128 * files.len());
     for file in files {
         body.extend_from_slice(
             format!("--{boundary}\r\nContent-Type: application/dicom\r\n\r\n").as_bytes(),
@@ -70,14 +70,10 @@ mod tests {
 
     #[test]
     fn parts_split_back_as_joined() {
-        let files = vec![
-            b"first\r\nfile".to_vec(),
-            Vec::new(),
-            b"--not-a-boundary".to_vec(),
-        ];
+        let files: [&[u8]; 3] = [b"first\r\nfile", b"", b"--not-a-boundary"];
         let body = join(&files, "b0undary");
         let parts = split(&body, "b0undary");
-        assert_eq!(parts, Ok(files.iter().map(Vec::as_slice).collect()));
+        assert_eq!(parts, Ok(files.to_vec()));
         let cut = &body[..body.len() - 10];
         assert!(split(cut, "b0undary").is_err(), "a cut body is refused");
         assert_eq!(

@@ -34,11 +34,11 @@ impl Server {
         let url = self.url("studies");
         let mut stored = Vec::new();
         let mut failed = Vec::new();
-        let mut batch: Vec<Vec<u8>> = Vec::new();
+        let mut batch: Vec<&[u8]> = Vec::new();
         let mut batch_bytes = 0;
         for (i, file) in files.iter().enumerate() {
             batch_bytes += file.len();
-            batch.push(file.clone());
+            batch.push(file);
             if batch_bytes >= BATCH_BYTES || i + 1 == files.len() {
                 let boundary = format!("tessera-{}", uuid::Uuid::new_v4().simple());
                 let body = multipart::join(&batch, &boundary);
