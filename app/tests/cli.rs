@@ -742,6 +742,85 @@ fn evaluate_scores_detections_against_phantom_truth() {
 }
 
 #[test]
+fn evaluate_cases_as_json_lists_every_reader_mark_with_its_best_box() {
+    if !runtime_available() {
+        return;
+    }
+    let Some(case) = shared_data("lidc/LIDC-IDRI-0001") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "160x128x40");
+    let det = dir.path().join("det.json");
+    assert!(
+        detect_to(&study, &det, &["--patch", "64x64x24"])
+            .status
+            .success()
+    );
+    // The phantom run's file, moved onto the case: one detection on the readers' largest
+    // nodule, one far from every mark.
+    let (volume, _) = tessera_core::dicom::open(&case, None, Default::default()).unwrap();
+    let xml = tessera_core::lidc::find_xml(&case).unwrap();
+    let reads = tessera_core::lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
+    let groups = tessera_core::lidc::consensus(&reads, tessera_core::lidc::SAME_NODULE_MM);
+    let largest = groups
+        .iter()
+        .max_by(|a, b| a.diameter_mm.total_cmp(&b.diameter_mm))
+        .unwrap();
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(&det).unwrap()).unwrap();
+    let template = run["detections"][0].clone();
+    let placed = |score: f64, center: [f64; 3], size: [f64; 3]| {
+        let mut d = template.clone();
+        d["score"] = serde_json::json!(score);
+        d["center_lps_mm"] = serde_json::json!(center);
+        d["size_mm"] = serde_json::json!(size);
+        d
+    };
+    run["series_uid"] = serde_json::json!(volume.info.series_uid);
+    run["detections"] = serde_json::json!([
+        placed(0.9, largest.center_lps_mm, [30.0, 31.0, 32.0]),
+        placed(0.7, [0.0, 0.0, -9999.0], [5.0, 5.0, 5.0]),
+    ]);
+    std::fs::write(&det, serde_json::to_vec(&run).unwrap()).unwrap();
+    let pair = format!("{}={}", det.display(), case.display());
+    let output = tessera()
+        .args([
+            "evaluate",
+            "--json",
+            "--cases",
+            "--threshold",
+            "0.5",
+            "--lidc",
+            &pair,
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let result: serde_json::Value = serde_json::from_str(&stdout_of(&output)).unwrap();
+    let table = &result["cases"][0]["table"];
+    assert_eq!(result["cases"][0]["case"], "LIDC-IDRI-0001");
+    assert_eq!(table["nodules"].as_array().unwrap().len(), groups.len());
+    let row = table["nodules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["best"].is_array())
+        .unwrap();
+    assert!(
+        (row["best"][0].as_f64().unwrap() - 0.9).abs() < 1e-6,
+        "{row}"
+    );
+    assert_eq!(row["best"][1], 1);
+    assert_eq!(row["best_size_mm"], serde_json::json!([30.0, 31.0, 32.0]));
+    assert_eq!(row["hit"], true);
+    let fps = table["false_positives"].as_array().unwrap();
+    assert_eq!(fps.len(), 1);
+    assert_eq!(fps[0]["rank"], 2);
+    // The FROC is still there, beside the tables.
+    assert_eq!(result["scans"], 1);
+}
+
+#[test]
 fn resample_writes_the_grid_the_model_sees_as_npy_with_its_geometry() {
     let dir = tempfile::tempdir().unwrap();
     let study = small_phantom(dir.path(), "64x48x10");

@@ -22,6 +22,7 @@ fn phantom_study(dir: &Path, size: [usize; 3]) -> PathBuf {
         spacing_mm: [2.5, 2.5, 5.0],
         nodules: 3,
         noise_hu: 18.0,
+        masses: 0,
     };
     let out = dir.join("study");
     let p = phantom::generate(&spec).unwrap();
@@ -535,6 +536,7 @@ fn a_study_opens_from_the_pacs_and_the_reviewed_sr_goes_back() {
         spacing_mm: [2.5, 2.5, 5.0],
         nodules: 3,
         noise_hu: 18.0,
+        masses: 0,
     };
     let remote = phantom::generate(&spec).unwrap();
     let remote_dir = dir.path().join("remote");

@@ -23,6 +23,9 @@ pub struct NoduleRow {
     pub marked: Marked,
     /// The best detection on it: its score and rank (1 = the run's top score).
     pub best: Option<(f32, usize)>,
+    /// That detection's box sides, mm (what a reader compares with the nodule's size).
+    #[serde(default)]
+    pub best_size_mm: Option<Vec3>,
     /// Found at the threshold.
     pub hit: bool,
 }
@@ -61,11 +64,12 @@ pub fn case_table(report: &DetectionReport, marked: &[Marked], threshold: f32) -
                 .iter()
                 .enumerate()
                 .find(|&(_, &i)| m.target.contains(report.detections[i].center_lps_mm))
-                .map(|(rank, &i)| (report.detections[i].score, rank + 1));
+                .map(|(rank, &i)| (&report.detections[i], rank + 1));
             NoduleRow {
                 marked: *m,
-                best,
-                hit: best.is_some_and(|(s, _)| s >= threshold),
+                best: best.map(|(d, rank)| (d.score, rank)),
+                best_size_mm: best.map(|(d, _)| d.size_mm),
+                hit: best.is_some_and(|(d, _)| d.score >= threshold),
             }
         })
         .collect();
@@ -101,7 +105,7 @@ impl CaseTable {
                 .total_cmp(&a.marked.target.diameter_mm)
         });
         let mut out = format!(
-            "{name}, threshold {}\n\n| readers | size mm | position LPS mm | best score | rank | at threshold |\n|---:|---:|---|---:|---:|---|\n",
+            "{name}, threshold {}\n\n| readers | size mm | position LPS mm | best score | rank | its box mm | at threshold |\n|---:|---:|---|---:|---:|---|---|\n",
             self.threshold
         );
         for r in rows {
@@ -109,13 +113,16 @@ impl CaseTable {
             let (score, rank) = r.best.map_or(("-".into(), "-".into()), |(s, k)| {
                 (format!("{s:.3}"), k.to_string())
             });
+            let boxed = r
+                .best_size_mm
+                .map_or("-".into(), |[a, b, c]| format!("{a:.0} x {b:.0} x {c:.0}"));
             let size = match r.marked.target.diameter_mm {
                 // LIDC readers mark nodules under 3 mm with a point, not an outline.
                 d if d > 0.0 => format!("{d:.1}"),
                 _ => "< 3 (point)".into(),
             };
             out.push_str(&format!(
-                "| {} | {size} | {x:.1}, {y:.1}, {z:.1} | {score} | {rank} | {} |\n",
+                "| {} | {size} | {x:.1}, {y:.1}, {z:.1} | {score} | {rank} | {boxed} | {} |\n",
                 r.marked.readers,
                 if r.hit { "hit" } else { "miss" }
             ));

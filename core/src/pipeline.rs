@@ -289,7 +289,7 @@ fn run(
             detector_score,
             outside_lungs: lungs
                 .as_ref()
-                .is_some_and(|(field, _)| !field.contains(b.bbox.center)),
+                .is_some_and(|(field, _)| !field.holds(b.bbox.center, b.bbox.size)),
             ..to_detection(b, &input.geometry, &study_from_model, &seams)
         })
         .collect();
@@ -517,10 +517,10 @@ fn lung_field(
     let before = boxes.len();
     let outside = boxes
         .iter()
-        .filter(|b| !field.contains(b.bbox.center))
+        .filter(|b| !field.holds(b.bbox.center, b.bbox.size))
         .count();
     if !keep_outside {
-        boxes.retain(|b| field.contains(b.bbox.center));
+        boxes.retain(|b| field.holds(b.bbox.center, b.bbox.size));
     }
     let stats = LungFieldStats {
         volume_ml: field.volume_ml(),

@@ -1,11 +1,12 @@
 //! The rescoring stage (false-positive reduction): the detector's best candidates, each scored
-//! again by the card's classifier on a cube of the model's input grid around its centre, and
+//! again by the card's classifier on a cube of the model's input grid around its centre (wider
+//! for a large candidate, when the card says so), and
 //! given the score the card's `combine` makes of both.
 
 use ndarray::{Array5, Axis};
 
 use crate::detect::Candidate;
-use crate::infer::input::candidate_patch;
+use crate::infer::input::{candidate_patch, scaled_candidate_patch};
 use crate::infer::{CancelToken, InferError, PatchClassifier};
 use crate::model::{InputSpec, RescoreSpec};
 use crate::volume::Voxels;
@@ -37,12 +38,13 @@ pub fn rescore(
     for chunk in candidates.chunks(BATCH) {
         let mut batch = Array5::<f32>::zeros((chunk.len(), 1, edge, edge, edge));
         for (mut slot, b) in batch.axis_iter_mut(Axis(0)).zip(chunk) {
-            candidate_patch(
-                slot.index_axis_mut(Axis(0), 0),
-                voxels,
-                b.bbox.center,
-                input,
-            );
+            let target = slot.index_axis_mut(Axis(0), 0);
+            let scale = spec.patch_scale(b.bbox.size);
+            if scale > 1.0 {
+                scaled_candidate_patch(target, voxels, b.bbox.center, scale, input);
+            } else {
+                candidate_patch(target, voxels, b.bbox.center, input);
+            }
         }
         let scores = classifier.run(batch, cancel)?;
         rescored.extend(chunk.iter().zip(scores).map(|(b, p)| Rescored {

@@ -17,6 +17,7 @@ fn small(seed: u64) -> PhantomSpec {
         spacing_mm: [1.6, 1.8, 4.0],
         nodules: 4,
         noise_hu: 18.0,
+        masses: 0,
     }
 }
 
@@ -165,6 +166,7 @@ fn full_size_phantom_round_trips_at_an_unusual_spacing() {
         spacing_mm: [0.62, 0.66, 0.9],
         nodules: 6,
         noise_hu: 18.0,
+        masses: 0,
     };
     let made = phantom::generate(&spec).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -195,6 +197,58 @@ fn impossible_requests_are_refused_clearly() {
     assert!(err.starts_with("could place only "), "{err}");
     assert!(
         err.ends_with("ask for fewer nodules or a larger field of view"),
+        "{err}"
+    );
+}
+
+#[test]
+fn masses_come_after_the_same_nodules_and_are_large_solid_and_in_the_lungs() {
+    let spec = PhantomSpec {
+        size: [256, 256, 160],
+        spacing_mm: [1.4, 1.4, 2.0],
+        nodules: 5,
+        ..small(31)
+    };
+    let without = phantom::generate(&spec).unwrap();
+    let with = phantom::generate(&PhantomSpec {
+        masses: 2,
+        ..spec.clone()
+    })
+    .unwrap();
+    // The nodules' stream is untouched: a spec without masses is the phantom it always was.
+    assert_eq!(with.truth.nodules[..5], without.truth.nodules[..]);
+    assert_eq!(with.truth.nodules.len(), 7);
+    let text = serde_json::to_string(&without.truth).unwrap();
+    assert!(!text.contains("masses"), "{text}");
+    let Voxels::I16(hu) = &with.volume.voxels else {
+        panic!("phantom voxels are i16")
+    };
+    for mass in &with.truth.nodules[5..] {
+        assert!((20.0..=50.0).contains(&mass.diameter_mm), "{mass:?}");
+        for other in &with.truth.nodules {
+            let d: f64 = (0..3)
+                .map(|a| (other.center_lps_mm[a] - mass.center_lps_mm[a]).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!(
+                other.id == mass.id || d > mass.diameter_mm / 2.0,
+                "{mass:?} {other:?}"
+            );
+        }
+        let side = phantom::lung_at(&spec, &with.volume.geometry, mass.center_lps_mm);
+        assert!(side.is_some(), "mass centre outside the lungs: {mass:?}");
+        let [x, y, z] = mass.center_voxel.map(|v| v.round() as usize);
+        assert!(hu[[z, y, x]] > -250, "{} HU at {mass:?}", hu[[z, y, x]]);
+    }
+    let crowded = PhantomSpec {
+        size: [64, 64, 16],
+        spacing_mm: [1.0, 1.0, 2.0],
+        masses: 10,
+        ..spec
+    };
+    let err = phantom::generate(&crowded).unwrap_err().to_string();
+    assert!(
+        err.ends_with("ask for fewer masses or a larger field of view"),
         "{err}"
     );
 }

@@ -73,6 +73,7 @@ pub fn small_phantom() -> tessera_core::volume::Volume {
         spacing_mm: [2.4, 2.6, 5.0],
         nodules: 3,
         noise_hu: 18.0,
+        masses: 0,
     };
     match tessera_core::phantom::generate(&spec) {
         Ok(phantom) => phantom.volume,

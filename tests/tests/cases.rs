@@ -47,12 +47,19 @@ fn marks_get_their_best_detection_and_the_rest_are_false_positives() {
     assert!(table.nodules[0].hit);
     assert_eq!(table.nodules[1].best.map(|(_, rank)| rank), Some(4));
     assert!(!table.nodules[1].hit, "ranked below the threshold");
+    assert_eq!(table.nodules[1].best_size_mm, Some(d[by_score[3]].size_mm));
     assert_eq!(table.nodules[2].best, None);
+    assert_eq!(table.nodules[2].best_size_mm, None);
     let ranks: Vec<usize> = table.false_positives.iter().map(|f| f.rank).collect();
     assert_eq!(ranks, [1, 3], "the unmarked detections at the threshold");
     let text = table.to_markdown("phantom");
     assert!(
         text.contains("2 false positive(s) at the threshold"),
+        "{text}"
+    );
+    let [a, b, c] = d[by_score[1]].size_mm;
+    assert!(
+        text.contains(&format!("| 2 | {a:.0} x {b:.0} x {c:.0} | hit |")),
         "{text}"
     );
 }

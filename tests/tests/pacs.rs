@@ -26,6 +26,7 @@ fn spec(seed: u64) -> PhantomSpec {
         spacing_mm: [2.4, 2.6, 5.0],
         nodules: 3,
         noise_hu: 18.0,
+        masses: 0,
     }
 }
 

@@ -165,6 +165,7 @@ fn chest_phantom() -> Volume {
         spacing_mm: [1.25, 1.25, 1.25],
         nodules: 6,
         noise_hu: 18.0,
+        masses: 0,
     };
     phantom::generate(&spec).unwrap().volume
 }
@@ -217,6 +218,7 @@ fn the_test_model_tiles_exactly_on_a_phantom_at_four_patch_sizes() {
         spacing_mm: [2.0, 2.2, 4.0],
         nodules: 4,
         noise_hu: 18.0,
+        masses: 0,
     };
     let volume = phantom::generate(&spec).unwrap().volume;
     assert_tiled_matches_whole(
@@ -313,6 +315,7 @@ fn golden_phantom() -> PhantomSpec {
         spacing_mm: [1.4, 1.4, 2.5],
         nodules: 6,
         noise_hu: 18.0,
+        masses: 0,
     }
 }
 
@@ -343,6 +346,7 @@ fn golden_detections_of_the_test_model_are_unchanged() {
         spacing_mm: [2.5, 2.5, 5.0],
         nodules: 3,
         noise_hu: 18.0,
+        masses: 0,
     };
     assert_golden(TEST_MODEL, &spec, [64, 64, 32], 0.28, false);
 }

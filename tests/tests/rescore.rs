@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::infer::{CancelToken, Device};
+use tessera_core::infer::{CancelToken, Device, input};
 use tessera_core::model::{Model, ModelError, Precision, shipped_models_dir};
 use tessera_core::pipeline::{
     self, DEFAULT_NMS_IOU, DetectConfig, DetectionResult, Event, PipelineError,
@@ -219,4 +219,67 @@ fn a_changed_rescoring_file_is_refused() {
     let err = Model::load(dir.path()).unwrap_err();
     assert!(matches!(err, ModelError::HashMismatch { .. }), "{err}");
     assert!(err.to_string().contains("rescore.onnx"), "{err}");
+}
+
+/// The test classifier's score of `patch` (8^3, normalised): sigmoid(sum(ramp * patch)).
+fn ramp_score(patch: &ndarray::Array3<f32>) -> f64 {
+    let c = |i: usize| i as f64 - 3.5;
+    let logit: f64 = patch
+        .indexed_iter()
+        .map(|((z, y, x), v)| (c(x) + 2.0 * c(y) + 4.0 * c(z)) / 256.0 * f64::from(*v))
+        .sum();
+    1.0 / (1.0 + (-logit).exp())
+}
+
+#[test]
+fn a_card_that_scales_the_cube_shows_large_candidates_through_a_wider_one() {
+    if !runtime_available() {
+        return;
+    }
+    let volume = volume();
+    let mut scaled_model = model();
+    let (plain, _) = run(&volume, &config(Some(0.0), true));
+    // Half the candidates are wider than the median: those are seen through a wider cube.
+    let mut sides: Vec<f64> = plain
+        .detections
+        .iter()
+        .map(|d| d.model_box.size.iter().sum::<f64>() / 3.0)
+        .collect();
+    sides.sort_by(f64::total_cmp);
+    let above = sides[sides.len() / 2];
+    let spec = scaled_model.card.rescore.as_mut().unwrap();
+    spec.scale_above_voxels = Some(above);
+    let spec = spec.clone();
+    let scaled = pipeline::detect(
+        &volume,
+        &scaled_model,
+        &config(Some(0.0), true),
+        &CancelToken::new(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let input = &scaled_model.card.input;
+    let (mut wider, mut same) = (0, 0);
+    for d in &scaled.detections {
+        let scale = spec.patch_scale(d.model_box.size);
+        let mut patch = ndarray::Array3::zeros((8, 8, 8));
+        let voxels = &volume.voxels;
+        let center = d.model_box.center;
+        if scale > 1.0 {
+            wider += 1;
+            input::scaled_candidate_patch(patch.view_mut(), voxels, center, scale, input);
+        } else {
+            same += 1;
+            input::candidate_patch(patch.view_mut(), voxels, center, input);
+            let before = plain.detections.iter().find(|p| p.model_box == d.model_box);
+            assert_eq!(before.map(|p| p.score), Some(d.score), "{d:?}");
+        }
+        let expected = (ramp_score(&patch) * f64::from(d.detector_score.unwrap())).sqrt();
+        assert!(
+            (f64::from(d.score) - expected).abs() < 1e-5,
+            "score {} for {d:?} at scale {scale}, by hand {expected}",
+            d.score
+        );
+    }
+    assert!(wider > 0 && same > 0, "{wider} scaled, {same} not");
 }

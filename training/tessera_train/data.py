@@ -39,13 +39,14 @@ def run(cmd):
 def make_phantoms(tessera, work: Path, table, tag: str):
     """Writes each phantom series (for evaluation) and its resampled npy (for training)."""
     out = []
-    for seeds, size, spacing, nodules, noise in table:
+    for seeds, size, spacing, nodules, noise, *masses in table:
         for seed in seeds:
             series = work / tag / f"phantom-{seed}"
             npy = work / tag / f"phantom-{seed}.npy"
             if not (series / "truth.json").is_file():
                 run([tessera, "phantom", "--out", series, "--seed", seed, "--size", size,
-                     "--spacing", spacing, "--nodules", nodules, "--noise", noise])
+                     "--spacing", spacing, "--nodules", nodules, "--noise", noise,
+                     *(["--masses", masses[0]] if masses else [])])
             if not npy.is_file():
                 run([tessera, "resample", series, "--spacing-mm", config.TARGET_SPACING_MM,
                      "--out", npy])
@@ -109,11 +110,18 @@ def insert_nodules(hu: np.ndarray, rng: np.random.Generator, count: int, spacing
     return np.round(hu).astype(np.int16), np.array(centres).reshape(-1, 3), np.array(diameters)
 
 
-def load_lidc(tessera, shared: Path, work: Path, case: str, rng) -> Case:
+def resampled_lidc(tessera, shared: Path, work: Path, case: str) -> Path:
+    """The case resampled to the model's grid (cached): the `.npy`, its sidecar beside it."""
     npy = work / "lidc" / f"{case}.npy"
     if not npy.is_file():
+        npy.parent.mkdir(parents=True, exist_ok=True)
         run([tessera, "resample", shared / "lidc" / case, "--spacing-mm",
              config.TARGET_SPACING_MM, "--out", npy])
+    return npy
+
+
+def load_lidc(tessera, shared: Path, work: Path, case: str, rng) -> Case:
+    npy = resampled_lidc(tessera, shared, work, case)
     sidecar = json.loads(npy.with_suffix(".json").read_text())
     spacing = float(np.mean(sidecar["spacing_mm"]))
     hu, centres, diameters = insert_nodules(np.load(npy), rng, config.LIDC_INSERTED, spacing)
@@ -128,10 +136,11 @@ def main():
     ap.add_argument("--tessera", required=True)
     ap.add_argument("--work", type=Path, required=True)
     args = ap.parse_args()
-    for tag in ("train", "held-out", "lidc"):
+    for tag in ("train", "held-out", "held-out-masses", "lidc"):
         (args.work / tag).mkdir(parents=True, exist_ok=True)
     train = make_phantoms(args.tessera, args.work, config.TRAIN_PHANTOMS, "train")
     held = make_phantoms(args.tessera, args.work, config.HELD_OUT_PHANTOMS, "held-out")
+    held += make_phantoms(args.tessera, args.work, config.HELD_OUT_MASSES, "held-out-masses")
     print(f"{len(train)} training and {len(held)} held-out phantoms in {args.work}")
 
 

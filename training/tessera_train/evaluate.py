@@ -18,24 +18,28 @@ from . import config, data
 FROC_THRESHOLD = 0.05  # low, so the curve reaches 8 FP per scan
 
 
-def detect(tessera, series: Path, model: Path, out: Path, rescore: bool = True):
+def detect(tessera, series: Path, model: Path, out: Path, rescore: bool = True,
+           keep_outside: bool = False):
     """`tessera detect` at the FROC threshold, cached in `out` while the model files (the
     detector's, and the rescoring stage's when it runs) are the ones that made it."""
     card = json.loads((model / "model.json").read_text())
-    wanted = (card["sha256"], card["rescore"]["sha256"] if rescore and "rescore" in card else None)
-    if out.is_file():
-        run = json.loads(out.read_text())
-        if (run["model"]["sha256"], run["model"].get("rescore_sha256")) == wanted:
-            return run
+    stage = card.get("rescore") if rescore else None
+    # The files and the card's settings that made the run (det.json records only the hashes).
+    wanted = json.dumps([card["sha256"], stage and stage["sha256"],
+                         stage and stage.get("scale_above_voxels")])
+    key = out.with_name(out.name + ".key")
+    if out.is_file() and key.is_file() and key.read_text() == wanted:
+        return json.loads(out.read_text())
     cmd = [str(tessera), "detect", str(series), "--model", str(model),
            "--score-threshold", str(FROC_THRESHOLD), "--out", str(out)]
-    subprocess.run(cmd + ([] if rescore else ["--no-rescore"]), check=True,
-                   stdout=subprocess.DEVNULL)
+    cmd += ([] if rescore else ["--no-rescore"]) + (["--keep-outside-lungs"] if keep_outside else [])
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    key.write_text(wanted)
     return json.loads(out.read_text())
 
 
-def evaluate(tessera, flag: str, pairs) -> dict:
-    cmd = [str(tessera), "evaluate", "--json"]
+def evaluate(tessera, flag: str, pairs, extra=()) -> dict:
+    cmd = [str(tessera), "evaluate", "--json", *extra]
     for det, target in pairs:
         cmd += [flag, f"{det}={target}"]
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
@@ -43,28 +47,35 @@ def evaluate(tessera, flag: str, pairs) -> dict:
 
 def lidc_case(tessera, shared: Path, work: Path, model: Path, case: str, threshold: float,
               eval_dir: Path, rescore: bool):
-    """Every reader-marked nodule with the best score of a detection whose centre lies in it,
-    and the detections at the default threshold that hit no mark at all."""
+    """The case's table from `tessera evaluate --cases` on a run that keeps what lies outside
+    the lungs (flagged): every reader mark (readers, size, best score, its rank and box, hit or
+    miss) and every unmarked detection at the threshold with its place. The default run
+    (outside dropped) counts the false positives a user sees."""
     series = shared / "lidc" / case
     det_path = eval_dir / f"{case}.det.json"
     det = detect(tessera, series, model, det_path, rescore)
-    sidecar = json.loads((work / "lidc" / f"{case}.json").read_text())
-    nodules = []
-    for n in sidecar["lidc_nodules"]:
-        radius = max(n["diameter_mm"] / 2, 5.0)  # points (< 3 mm) get a 5 mm tolerance
-        scores = [d["score"] for d in det["detections"]
-                  if np.linalg.norm(np.subtract(d["center_lps_mm"], n["center_lps_mm"])) <= radius]
-        nodules.append({"center_lps_mm": [round(v, 1) for v in n["center_lps_mm"]],
-                        "diameter_mm": round(n["diameter_mm"], 1), "readers": n["readers"],
-                        "outlined": n["outlined"],
-                        "best_score": round(max(scores), 4) if scores else None,
-                        "found_at_default_threshold": bool(scores) and max(scores) >= threshold})
-    false_positives = [
-        d for d in det["detections"] if d["score"] >= threshold and not any(
-            np.linalg.norm(np.subtract(d["center_lps_mm"], n["center_lps_mm"]))
-            <= max(n["diameter_mm"] / 2, 5.0) for n in sidecar["lidc_nodules"])]
-    return det_path, {"case": case, "nodules": nodules,
-                      "false_positives_at_default_threshold": len(false_positives),
+    kept = eval_dir / f"{case}.kept.det.json"
+    detect(tessera, series, model, kept, rescore, keep_outside=True)
+    table = evaluate(tessera, "--lidc", [(kept, series)],
+                     ["--cases", "--threshold", str(threshold)])["cases"][0]["table"]
+    nodules = [{"readers": r["marked"]["readers"],
+                "diameter_mm": round(r["marked"]["target"]["diameter_mm"], 1),
+                "center_lps_mm": [round(v, 1) for v in r["marked"]["target"]["center_lps_mm"]],
+                "best_score": round(r["best"][0], 4) if r["best"] else None,
+                "rank": r["best"][1] if r["best"] else None,
+                "box_mm": [round(v, 1) for v in r["best_size_mm"]] if r["best_size_mm"] else None,
+                "found_at_default_threshold": r["hit"]} for r in table["nodules"]]
+    false_positives = [{"score": round(f["score"], 4), "rank": f["rank"],
+                        "center_lps_mm": [round(v, 1) for v in f["center_lps_mm"]],
+                        "box_mm": [round(v, 1) for v in f["size_mm"]],
+                        "lungs": "outside" if f["outside_lungs"] else "inside"}
+                       for f in table["false_positives"]]
+    in_default_run = sum(1 for d in det["detections"] if d["score"] >= threshold and not any(
+        np.linalg.norm(np.subtract(d["center_lps_mm"], r["marked"]["target"]["center_lps_mm"]))
+        <= max(r["marked"]["target"]["diameter_mm"] / 2, 5.0) for r in table["nodules"]))
+    return det_path, {"case": case, "threshold": threshold, "nodules": nodules,
+                      "false_positives_with_outside_kept": false_positives,
+                      "false_positives_at_default_threshold": in_default_run,
                       "seconds_end_to_end_tessera_detect": round(det["stats"]["elapsed_s"], 2)}
 
 
@@ -136,8 +147,9 @@ def phantom_runs(args, table, tag: str, run_dir: Path, rescore: bool):
 
 
 def series_of(table) -> list:
-    return [f"seeds {r.start}-{r.stop - 1}, {size} at {sp} mm, {n} nodules, noise {noise} HU"
-            for r, size, sp, n, noise in table]
+    return [f"seeds {r.start}-{r.stop - 1}, {size} at {sp} mm, {n} nodules"
+            f"{f' and {m[0]} masses' if m else ''}, noise {noise} HU"
+            for r, size, sp, n, noise, *m in table]
 
 
 def measure(args, eval_dir: Path, rescore: bool):
@@ -221,6 +233,10 @@ def main():
         }
     else:
         metrics = alone
+    from . import large  # it uses this module's functions
+    metrics["large_lesions"] = large.measure(
+        args, args.work / "eval" / ("" if "rescore" in card else "detector"),
+        "rescore" in card, card.get("rescore", card)["default_score_threshold"])
     card["metrics"] = metrics
     if not card.get("memory"):  # a fresh export: calibrate (kept otherwise, as committed)
         card["memory"] = calibrate_memory(args.tessera, args.work, args.model)

@@ -17,6 +17,7 @@ import torch
 
 from . import config
 from .fp16 import to_fp16
+from .evaluate import series_of
 from .net import LAYERS, Detector, receptive_field
 
 OUTPUTS = ["heatmap", "size", "offset"]
@@ -41,7 +42,7 @@ def check_against_torch(net, path: Path, tol: float) -> float:
     return worst
 
 
-def card(onnx_sha: str, fp16_sha: str, parity: dict, steps: int) -> dict:
+def card(onnx_sha: str, fp16_sha: str, parity: dict, steps: str, phase: str) -> dict:
     rf, stride = receptive_field()
     lo, hi = config.HU_WINDOW
     return {
@@ -66,6 +67,7 @@ def card(onnx_sha: str, fp16_sha: str, parity: dict, steps: int) -> dict:
                        "meaning": "sub-cell centre offset in [0, 1) output cells, channels x, y, z"},
         },
         "recommended_patch": [384, 384, 128],
+        "lung_field": True,
         "default_score_threshold": 0.3,
         "training": {
             "recipe": "training/train.sh (training/tessera_train, fixed seeds)",
@@ -75,9 +77,8 @@ def card(onnx_sha: str, fp16_sha: str, parity: dict, steps: int) -> dict:
             "optimiser": f"AdamW, one-cycle lr {config.LR}, weight decay 1e-4",
             "loss": "CenterNet focal loss on the heatmap; L1 on log size and offset at centre cells",
             "data": {
-                "phantoms": [f"tessera phantom seeds {r.start}-{r.stop - 1}, {size} at {sp} mm, "
-                             f"{n} nodules, noise {noise} HU"
-                             for r, size, sp, n, noise in config.TRAIN_PHANTOMS],
+                "phantoms": [f"tessera phantom {s}" for s in series_of(
+                    config.TRAIN_PHANTOMS + (config.TRAIN_MASSES if phase == "masses" else []))],
                 "lidc_backgrounds": f"{', '.join(config.LIDC_CASES)}: {config.LIDC_INSERTED} "
                                     "synthetic nodules inserted in the lungs of each; the readers' "
                                     "nodules are masked out of the loss (never used as positives)",
@@ -95,9 +96,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--phase", choices=["first", "masses"], default="first")
     args = ap.parse_args()
+    tag = "" if args.phase == "first" else "-masses"
     net = Detector()
-    net.load_state_dict(torch.load(args.work / "final.pt", weights_only=True))
+    net.load_state_dict(torch.load(args.work / f"final{tag}.pt", weights_only=True))
     net.eval()
     args.out.mkdir(parents=True, exist_ok=True)
     staged = args.work / "model.onnx"
@@ -114,9 +117,18 @@ def main():
               "fp16": check_against_torch(net, staged16, 5e-2)}
     write_atomic(args.out / "model.onnx", fp32)
     write_atomic(args.out / "model_fp16.onnx", fp16)
-    steps = torch.load(args.work / "checkpoint.pt", weights_only=False)["step"]
-    text = json.dumps(card(hashlib.sha256(fp32).hexdigest(), hashlib.sha256(fp16).hexdigest(),
-                           parity, steps), indent=2)
+    steps = torch.load(args.work / f"checkpoint{tag}.pt", weights_only=False)["step"]
+    if args.phase == "masses":
+        steps = (f"{config.STEPS}, then {steps} with masses (batch norm frozen, one-cycle lr "
+                 f"{config.MASS_LR}, {config.MASS_SHARE:.0%} of crops from the mass phantoms, "
+                 "a large lesion moved less so that it stays in the crop)")
+    new = card(hashlib.sha256(fp32).hexdigest(), hashlib.sha256(fp16).hexdigest(), parity,
+               str(steps), args.phase)
+    old_path = args.out / "model.json"
+    old = json.loads(old_path.read_text()) if old_path.is_file() else {}
+    if old.get("training", {}).get("architecture") == new["training"]["architecture"]:
+        new["memory"] = old.get("memory")  # it depends on the network only: kept
+    text = json.dumps(new, indent=2)
     write_atomic(args.out / "model.json", (text + "\n").encode())
     print(f"wrote {args.out}: model.onnx {len(fp32)} bytes, model_fp16.onnx {len(fp16)} bytes; "
           f"ORT vs PyTorch max diff fp32 {parity['fp32']:.1e}, fp16 {parity['fp16']:.1e}")

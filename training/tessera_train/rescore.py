@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
+from scipy import ndimage
 from torch import nn
 
 from . import config, data
@@ -33,18 +34,46 @@ TOP = 300  # candidates per scan, best detector score first
 JITTER = 2  # training crops move the centre by up to this many voxels along each axis
 STEPS = 3000
 SEED = 7
+# A candidate wider than this (mean box side, voxels: 20 mm) is cut from a cube scaled to
+# show it 20 mm wide in the patch, as nodules up to 30 mm are seen in training.
+SCALE_ABOVE = 16.0
+
+
+def patch_scale(size_voxels) -> float:
+    """How much wider than the patch the cube around a candidate of this box is (the card's
+    `scale_above_voxels`; `tessera`'s `RescoreSpec::patch_scale`)."""
+    return max(float(np.mean(size_voxels)) / SCALE_ABOVE, 1.0)
+
+
+def scaled_patch(hu: np.ndarray, centre_xyz, edge: int, scale: float) -> np.ndarray:
+    """`edge` points per axis `scale` voxels apart about the middle of the unscaled patch
+    (round(c) - 0.5), trilinear in HU, air outside: `scaled_candidate_patch` in tessera."""
+    middle = np.round(centre_xyz) - 0.5
+    steps = (np.arange(edge) - (edge - 1) / 2) * scale
+    x, y, z = (middle[a] + steps for a in range(3))
+    grid = np.meshgrid(z, y, x, indexing="ij")
+    out = ndimage.map_coordinates(hu.astype(np.float32), grid, order=1, mode="constant",
+                                  cval=config.HU_WINDOW[0])
+    return np.round(out).astype(np.int16)
 
 
 def candidates(det: dict, npy: Path, edge: int = PATCH):
-    """The top candidates and their `edge`^3 patches (int16 HU, air outside the volume)."""
+    """The top candidates and their `edge`^3 patches (int16 HU, air outside the volume), the
+    cube scaled for large candidates as the pipeline scales it."""
     sidecar = json.loads(npy.with_suffix(".json").read_text())
+    volume = np.load(npy)
     h = edge // 2 + 2
-    hu = np.pad(np.load(npy), h, constant_values=int(config.HU_WINDOW[0]))
+    hu = np.pad(volume, h, constant_values=int(config.HU_WINDOW[0]))
     dets = det["detections"][:TOP]
     lo, hi = edge // 2, edge - edge // 2
     patches = np.zeros((len(dets), edge, edge, edge), np.int16)
     for i, d in enumerate(dets):
-        x, y, z = np.round(data.voxel_from_world(sidecar, d["center_lps_mm"])).astype(int) + h
+        centre = data.voxel_from_world(sidecar, d["center_lps_mm"])
+        scale = patch_scale(d["model_box"]["size"])
+        if scale > 1.0:
+            patches[i] = scaled_patch(volume, centre, edge, scale)
+            continue
+        x, y, z = np.round(centre).astype(int) + h
         patches[i] = hu[z - lo:z + hi, y - lo:y + hi, x - lo:x + hi]
     return dets, patches
 
@@ -145,9 +174,12 @@ def export(net: Classifier, model_dir: Path, work: Path, trained_on: str):
         "candidate_threshold": FROC_THRESHOLD,
         "combine": "geometric_mean",
         "default_score_threshold": 0.5,
+        "scale_above_voxels": SCALE_ABOVE,
         "meaning": f"probability that a candidate is a nodule, from a {PATCH}^3 patch of the "
                    "resampled volume centred on the candidate's voxel (rounded), normalised "
-                   "like the detector's input, air outside the volume; the final score is "
+                   "like the detector's input, air outside the volume; a candidate wider than "
+                   f"{SCALE_ABOVE:g} voxels (mean box side) is seen through a cube scaled by "
+                   f"side / {SCALE_ABOVE:g}, sampled trilinearly; the final score is "
                    "sqrt(detector score * this probability)",
         "training": {
             "recipe": "training/tessera_train/rescore.py (seed 7)",

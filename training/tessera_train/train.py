@@ -1,6 +1,7 @@
 """Training loop: random crops, CenterNet focal loss, checkpoints (resumable).
 
 Usage: python -m tessera_train.train --tessera BIN --work DIR --shared ../shared/data
+       python -m tessera_train.train ... --phase masses --init-onnx MODEL_DIR/model.onnx
 """
 
 import argparse
@@ -20,12 +21,15 @@ def normalise(hu):
     return (np.clip(hu.astype(np.float32), LO, HI) - LO) / (HI - LO)
 
 
-def crop_of(case: data.Case, rng, positive: bool):
-    """A CROP^3 crop origin (x, y, z), near a nodule or anywhere, and the crop (air-padded)."""
+def crop_of(case: data.Case, rng, positive: bool, fit: bool):
+    """A CROP^3 crop origin (x, y, z), near a nodule or anywhere, and the crop (air-padded).
+    With `fit` (the masses phase) a large lesion is moved less, so that it stays in the crop."""
     shape = np.array(case.hu.shape[::-1])
     c = config.CROP
     if positive and len(case.centres):
-        centre = case.centres[rng.integers(len(case.centres))] + rng.uniform(-14, 14, 3)
+        i = rng.integers(len(case.centres))
+        jitter = float(np.clip((c - case.diameters[i]) / 2 - 2, 2, 14)) if fit else 14.0
+        centre = case.centres[i] + rng.uniform(-jitter, jitter, 3)
     else:
         centre = rng.uniform(0.1, 0.9, 3) * shape
     # Origins on the stride grid, as the tiling engine places windows.
@@ -70,10 +74,10 @@ def targets(centres, diameters, ignore):
     return heat, weight, reg, mask
 
 
-def sample(case: data.Case, rng):
+def sample(case: data.Case, rng, fit: bool):
     """One augmented crop and its targets: flips along x and z (positions flipped with the
     voxels, targets computed after), a small HU shift and extra noise."""
-    origin, vol = crop_of(case, rng, positive=rng.random() < 0.6)
+    origin, vol = crop_of(case, rng, rng.random() < 0.6, fit)
     centres = case.centres - origin
     ignore = case.ignore.copy()
     ignore[:, :3] -= origin
@@ -88,8 +92,9 @@ def sample(case: data.Case, rng):
             *targets(centres, case.diameters, ignore)]
 
 
-def batch(cases, weights, rng):
-    items = [sample(cases[rng.choice(len(cases), p=weights)], rng) for _ in range(config.BATCH)]
+def batch(cases, weights, rng, fit: bool):
+    items = [sample(cases[rng.choice(len(cases), p=weights)], rng, fit)
+             for _ in range(config.BATCH)]
     vol, heat, weight, reg, mask = (np.stack(x) for x in zip(*items))
     return (torch.from_numpy(normalise(vol))[:, None], torch.from_numpy(heat)[:, None],
             torch.from_numpy(weight)[:, None], torch.from_numpy(reg),
@@ -108,16 +113,8 @@ def loss_fn(net, vol, heat, weight, reg, mask):
     return focal.sum() / n_pos, size_l1, offset_l1
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tessera", required=True)
-    ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--shared", type=Path, required=True)
-    ap.add_argument("--steps", type=int, default=config.STEPS)
-    args = ap.parse_args()
-    torch.manual_seed(config.SEED)
-    torch.set_num_threads(max(1, torch.get_num_threads()))
-    rng = np.random.default_rng(config.SEED)
+def load_cases(args, rng, phase: str):
+    """The training cases and the probability of drawing each."""
     train = data.make_phantoms(args.tessera, args.work, config.TRAIN_PHANTOMS, "train")
     cases = [data.load_phantom(s, n) for s, n in train]
     phantom_count = len(cases)
@@ -127,17 +124,62 @@ def main():
         else:
             print(f"warning: {args.shared / 'lidc' / name} is missing: training on phantoms only")
     lidc_count = len(cases) - phantom_count
-    weights = np.array([(1 - config.LIDC_SHARE) / phantom_count] * phantom_count
-                       + [config.LIDC_SHARE / max(lidc_count, 1)] * lidc_count)
-    weights /= weights.sum()
-    print(f"{phantom_count} phantoms, {lidc_count} LIDC backgrounds, "
+    weights = ([(1 - config.LIDC_SHARE) / phantom_count] * phantom_count
+               + [config.LIDC_SHARE / max(lidc_count, 1)] * lidc_count)
+    if phase == "masses":
+        masses = data.make_phantoms(args.tessera, args.work, config.TRAIN_MASSES, "train-masses")
+        cases += [data.load_phantom(s, n) for s, n in masses]
+        weights = ([w * (1 - config.MASS_SHARE) for w in weights]
+                   + [config.MASS_SHARE / len(masses)] * len(masses))
+    weights = np.array(weights) / np.sum(weights)
+    print(f"{phantom_count} phantoms, {lidc_count} LIDC backgrounds, {len(cases)} cases, "
           f"{sum(len(c.centres) for c in cases)} nodules")
+    return cases, weights
+
+
+def from_onnx(net: Detector, path: Path):
+    """The exported (batch norm folded) weights, with each batch norm set to pass them on."""
+    import onnx
+    from onnx import numpy_helper
+    init = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+            for t in onnx.load(str(path)).graph.initializer}
+    body = sorted((k for k in init if k.startswith("onnx::Conv_")),
+                  key=lambda k: int(k.split("_")[-1]))
+    convs = [m for m in net.body if isinstance(m, torch.nn.Conv3d)]
+    norms = [m for m in net.body if isinstance(m, torch.nn.BatchNorm3d)]
+    with torch.no_grad():
+        for conv, norm, w, b in zip(convs, norms, body[0::2], body[1::2]):
+            conv.weight.copy_(init[w])
+            norm.running_mean.zero_(); norm.running_var.fill_(1.0 - norm.eps)
+            norm.weight.fill_(1.0); norm.bias.copy_(init[b])
+        for name, p in net.named_parameters():
+            if not name.startswith("body."):
+                p.copy_(init[name])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tessera", required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--shared", type=Path, required=True)
+    ap.add_argument("--phase", choices=["first", "masses"], default="first")
+    ap.add_argument("--init-onnx", type=Path, help="masses phase: the first phase's model.onnx")
+    args = ap.parse_args()
+    first = args.phase == "first"
+    seed, steps, lr = ((config.SEED, config.STEPS, config.LR) if first
+                       else (config.MASS_SEED, config.MASS_STEPS, config.MASS_LR))
+    torch.manual_seed(seed)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    rng = np.random.default_rng(seed)
+    cases, weights = load_cases(args, rng, args.phase)
 
     net = Detector()
-    opt = torch.optim.AdamW(net.parameters(), lr=config.LR, weight_decay=1e-4)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, config.LR, total_steps=args.steps,
-                                                pct_start=0.05)
-    ckpt = args.work / "checkpoint.pt"
+    if not first:
+        from_onnx(net, args.init_onnx)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.05)
+    tag = "" if first else "-masses"
+    ckpt = args.work / f"checkpoint{tag}.pt"
     start = 0
     if ckpt.is_file():
         state = torch.load(ckpt, weights_only=False)
@@ -147,9 +189,13 @@ def main():
         start = state["step"]
         print(f"resuming at step {start}")
     net.train()
+    if not first:  # frozen statistics: the folded weights stay what the first phase made
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm3d):
+                m.eval()
     t0, running = time.time(), np.zeros(3)
-    for step in range(start, args.steps):
-        losses = loss_fn(net, *batch(cases, weights, rng))
+    for step in range(start, steps):
+        losses = loss_fn(net, *batch(cases, weights, rng, fit=not first))
         total = losses[0] + losses[1] + losses[2]
         opt.zero_grad()
         total.backward()
@@ -157,15 +203,15 @@ def main():
         sched.step()
         running = 0.98 * running + 0.02 * np.array([l.item() for l in losses])
         if (step + 1) % 50 == 0:
-            print(f"step {step + 1}/{args.steps} focal {running[0]:.3f} size {running[1]:.3f} "
+            print(f"step {step + 1}/{steps} focal {running[0]:.3f} size {running[1]:.3f} "
                   f"offset {running[2]:.3f} ({time.time() - t0:.0f} s)", flush=True)
-        if (step + 1) % 500 == 0 or step + 1 == args.steps:
+        if (step + 1) % 500 == 0 or step + 1 == steps:
             tmp = ckpt.with_suffix(".tmp")
             torch.save({"net": net.state_dict(), "opt": opt.state_dict(),
                         "sched": sched.state_dict(), "rng": rng.bit_generator.state,
                         "torch_rng": torch.get_rng_state(), "step": step + 1}, tmp)
             tmp.replace(ckpt)
-    torch.save(net.state_dict(), args.work / "final.pt")
+    torch.save(net.state_dict(), args.work / f"final{tag}.pt")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use tessera_core::cases::{Marked, case_table};
+use tessera_core::cases::{CaseTable, Marked, case_table};
 use tessera_core::evaluate::{FP_RATES, Scan, Target, froc};
 use tessera_core::phantom::Truth;
 use tessera_core::report::DetectionReport;
@@ -20,7 +20,7 @@ pub struct EvaluateArgs {
     /// Readers (of 4) who must have outlined a LIDC nodule for it to be a target.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub min_readers: usize,
-    /// Print JSON instead of text.
+    /// Print JSON instead of text (with --cases, each case's table under `cases`).
     #[arg(long)]
     pub json: bool,
     /// For each LIDC case: every reader-marked nodule (readers, size, best score and rank,
@@ -35,6 +35,7 @@ pub struct EvaluateArgs {
 
 pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     let mut scans = Vec::new();
+    let mut cases = Vec::new();
     for pair in &args.phantom {
         let (det, truth) = split(pair)?;
         let truth: Truth = serde_json::from_slice(
@@ -61,7 +62,11 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
         let (mut targets, mut ignore) = (Vec::new(), Vec::new());
         let groups = tessera_core::lidc::consensus(&reads, tessera_core::lidc::SAME_NODULE_MM);
         if args.cases {
-            print_case(&det, &case, &groups, args.threshold)?;
+            let (name, table) = case_of(&det, &case, &groups, args.threshold)?;
+            if !args.json {
+                println!("{}", table.to_markdown(&name));
+            }
+            cases.push(serde_json::json!({ "case": name, "table": table }));
         }
         for g in groups {
             let t = Target {
@@ -82,7 +87,11 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     );
     let result = froc(&scans);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        let mut value = serde_json::to_value(&result)?;
+        if let (true, Some(fields)) = (args.cases, value.as_object_mut()) {
+            fields.insert("cases".into(), cases.into());
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     println!("{} scan(s), {} target(s)", result.scans, result.targets);
@@ -112,13 +121,13 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--cases`: the case's table, every reader mark counted.
-fn print_case(
+/// `--cases`: the case's name and table, every reader mark counted.
+fn case_of(
     det: &Path,
     case: &Path,
     groups: &[tessera_core::lidc::ConsensusNodule],
     threshold: Option<f32>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<(String, CaseTable)> {
     let report = DetectionReport::read_json(det)?;
     let marked: Vec<Marked> = groups
         .iter()
@@ -136,8 +145,7 @@ fn print_case(
         || case.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    println!("{}", table.to_markdown(&name));
-    Ok(())
+    Ok((name, table))
 }
 
 fn split(pair: &str) -> anyhow::Result<(PathBuf, PathBuf)> {

@@ -28,6 +28,10 @@ pub struct PhantomArgs {
     /// truth.json.
     #[arg(long, default_value_t = 6, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=100))]
     pub nodules: u16,
+    /// Masses to place after the nodules (solid or part-solid, 20-50 mm, fewer mm in a small
+    /// field of view), 0 to 10, listed in truth.json with them.
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=10))]
+    pub masses: u16,
     /// Noise standard deviation, HU (0: none; at most 1000).
     #[arg(long, default_value_t = 18.0, value_name = "HU", value_parser = parse_noise)]
     pub noise: f32,
@@ -47,6 +51,7 @@ pub fn run(args: &PhantomArgs) -> anyhow::Result<()> {
         spacing_mm: args.spacing,
         nodules: usize::from(args.nodules),
         noise_hu: args.noise,
+        masses: usize::from(args.masses),
     };
     check_phantom_folder(&args.out).map_err(super::outputs::Refused)?;
     let started = Instant::now();

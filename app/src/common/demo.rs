@@ -14,6 +14,7 @@ pub fn demo_spec() -> PhantomSpec {
         spacing_mm: [0.7, 0.7, 2.0],
         nodules: 6,
         noise_hu: 18.0,
+        masses: 0,
     }
 }
 const DEMO_VERSION: u32 = 1;

@@ -34,6 +34,56 @@ pub fn candidate_patch(
     fill(target, voxels, start, spec);
 }
 
+/// Like [`candidate_patch`] over a cube `scale` times as wide (`scale` > 1: a large candidate
+/// shrunk to the size the classifier was trained on): `edge` points per axis, `scale` voxels
+/// apart, centred where [`candidate_patch`]'s cube is, sampled trilinearly in HU (air beyond
+/// the volume), then normalised. At `scale` 1 it gives [`candidate_patch`]'s values.
+pub fn scaled_candidate_patch(
+    mut target: ArrayViewMut3<'_, f32>,
+    voxels: &Voxels,
+    center: [f64; 3],
+    scale: f64,
+    spec: &InputSpec,
+) {
+    let edge = target.dim().0;
+    // candidate_patch's cube runs from round(c) - edge/2: its middle is half a voxel lower.
+    let middle = center.map(|c| c.round_ties_even() - 0.5);
+    let half = (edge as f64 - 1.0) / 2.0;
+    let at = |a: usize, i: usize| middle[a] + (i as f64 - half) * scale;
+    let size = voxels.size();
+    let [lo, hi] = spec.hu_window;
+    let hu = |x: i64, y: i64, z: i64| -> f32 {
+        let inside = |v: i64, n: usize| (0..n as i64).contains(&v);
+        if !(inside(x, size[0]) && inside(y, size[1]) && inside(z, size[2])) {
+            return lo;
+        }
+        let (x, y, z) = (x as usize, y as usize, z as usize);
+        match voxels {
+            Voxels::I16(a) => f32::from(a[[z, y, x]]),
+            Voxels::F32(a) => a[[z, y, x]],
+        }
+    };
+    for ((k, j, i), out) in target.indexed_iter_mut() {
+        let p = [at(0, i), at(1, j), at(2, k)];
+        let base = p.map(|v| v.floor());
+        let t = std::array::from_fn::<f64, 3, _>(|a| p[a] - base[a]);
+        let [bx, by, bz] = base.map(|v| v as i64);
+        let mut sum = 0.0;
+        for corner in 0..8 {
+            let (dx, dy, dz) = (corner & 1, (corner >> 1) & 1, (corner >> 2) & 1);
+            let w = [dx, dy, dz]
+                .iter()
+                .enumerate()
+                .map(|(a, d)| if *d == 1 { t[a] } else { 1.0 - t[a] })
+                .product::<f64>();
+            if w > 0.0 {
+                sum += w * f64::from(hu(bx + dx, by + dy, bz + dz));
+            }
+        }
+        *out = (((sum as f32).clamp(lo, hi)) - lo) / (hi - lo);
+    }
+}
+
 /// Fills `target` (`[z, y, x]`, zeros) with the normalised voxels from `start` (`[x, y, z]`, may
 /// be negative) on; what lies beyond the volume stays 0.
 fn fill(mut target: ArrayViewMut3<'_, f32>, voxels: &Voxels, start: [i64; 3], spec: &InputSpec) {
@@ -140,5 +190,38 @@ mod tests {
         // Wholly outside: all air.
         let p = patch(&voxels, [-10.0, 0.0, 0.0], 4, &spec);
         assert!(p.iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn scaled_patches_sample_a_wider_cube_about_the_same_middle() {
+        // hu = 100 z + 10 y + x - 1000: trilinear sampling of it is exact inside the volume.
+        let a = Array3::<i16>::from_shape_fn((5, 6, 7), |(z, y, x)| {
+            (100 * z + 10 * y + x) as i16 - 1000
+        });
+        let spec = InputSpec {
+            name: "ct".into(),
+            layout: "NCDHW".into(),
+            hu_window: [-1000.0, 400.0],
+            normalisation: String::new(),
+        };
+        let voxels = Voxels::I16(a);
+        let hu = |v: f32| v * 1400.0 - 1000.0;
+        let scaled = |center: [f64; 3], scale: f64| {
+            let mut out = Array3::zeros((4, 4, 4));
+            scaled_candidate_patch(out.view_mut(), &voxels, center, scale, &spec);
+            out
+        };
+        for center in [[1.5, 2.4, 0.6], [7.0, 6.0, 5.0], [3.0, 3.0, 2.0]] {
+            let plain = patch(&voxels, center, 4, &spec);
+            let one = scaled(center, 1.0);
+            assert!(plain.iter().zip(&one).all(|(a, b)| (a - b).abs() < 1e-6));
+        }
+        // Centre (3, 3, 2): the middle is (2.5, 2.5, 1.5); at scale 2 the points lie at
+        // middle - 3, - 1, + 1, + 3 along each axis.
+        let p = scaled([3.0, 3.0, 2.0], 2.0);
+        assert!((hu(p[[2, 2, 2]]) - (150.0 + 35.0 + 3.5 - 1000.0)).abs() < 1e-2);
+        assert!((hu(p[[3, 2, 1]]) - (350.0 + 35.0 + 1.5 - 1000.0)).abs() < 1e-2);
+        // z = -1.5 lies wholly beyond the volume: air.
+        assert!(p.slice(s![0, .., ..]).iter().all(|&v| v == 0.0));
     }
 }

@@ -31,6 +31,13 @@ pub const AIRWAY_MIDLINE_MM: f64 = 40.0;
 pub const CLOSING_RADIUS_MM: f64 = 12.0;
 /// Left around the field, so that a nodule's centre on the pleura stays in.
 pub const MARGIN_MM: f64 = 4.0;
+/// A finding at least this wide (mean box side) whose centre is not in the field is still in
+/// the lungs when lung surrounds enough of it: a mass against the pleura is a notch wider
+/// than the closing fills, so its centre lies outside the field.
+pub const LARGE_FINDING_MM: f64 = 20.0;
+/// The share of the shell around a large finding (1 to 1.5 times its half sides) that must be
+/// lung: the lung wraps around a mass that grew into it.
+pub const LARGE_FINDING_LUNG_SHARE: f64 = 0.25;
 
 /// A mask on a volume's grid.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +63,28 @@ impl LungField {
         self.mask[self.offset(index[0], index[1], index[2])] == LUNG
     }
 
+    /// Whether a finding centred at `center` with box sides `size` (voxels) is in the lungs:
+    /// its centre is in the field or, for a finding of at least [`LARGE_FINDING_MM`], at least
+    /// [`LARGE_FINDING_LUNG_SHARE`] of the shell around its box's ellipsoid is.
+    pub fn holds(&self, center: [f64; 3], size: [f64; 3]) -> bool {
+        if self.contains(center) {
+            return true;
+        }
+        let mean_mm = (0..3).map(|a| size[a] * self.spacing_mm[a]).sum::<f64>() / 3.0;
+        if mean_mm < LARGE_FINDING_MM {
+            return false;
+        }
+        let (mut lung, mut all) = (0usize, 0usize);
+        for d in SHELL_DIRECTIONS.iter() {
+            for k in [1.0, 1.25, 1.5] {
+                let at = std::array::from_fn(|a| center[a] + d[a] * k * size[a] / 2.0);
+                lung += usize::from(self.contains(at));
+                all += 1;
+            }
+        }
+        lung as f64 >= LARGE_FINDING_LUNG_SHARE * all as f64
+    }
+
     /// The field's volume in millilitres.
     pub fn volume_ml(&self) -> f64 {
         let voxel_ml = self.spacing_mm.iter().product::<f64>() / 1000.0;
@@ -76,6 +105,22 @@ impl LungField {
         (z * self.size[1] + y) * self.size[0] + x
     }
 }
+
+/// The 26 unit directions to a cube's faces, edges and corners.
+static SHELL_DIRECTIONS: std::sync::LazyLock<Vec<[f64; 3]>> = std::sync::LazyLock::new(|| {
+    let mut out = Vec::with_capacity(26);
+    for x in [-1.0f64, 0.0, 1.0] {
+        for y in [-1.0f64, 0.0, 1.0] {
+            for z in [-1.0f64, 0.0, 1.0] {
+                let n = (x * x + y * y + z * z).sqrt();
+                if n > 0.0 {
+                    out.push([x / n, y / n, z / n]);
+                }
+            }
+        }
+    }
+    out
+});
 
 const TISSUE: u8 = 0;
 const LUNG: u8 = 1;
@@ -377,6 +422,39 @@ fn distance_1d(f: &[f64], w: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_finding_surrounded_by_lung_is_held_a_small_one_is_not() {
+        // 2 mm voxels, all lung but a ball of tissue (radius 6 voxels, 24 mm wide) in the middle.
+        let n = 30;
+        let mask = (0..n * n * n)
+            .map(|i| {
+                let (x, y, z) = (i % n, (i / n) % n, i / (n * n));
+                let d2 = [x, y, z]
+                    .iter()
+                    .map(|v| (*v as f64 - 15.0).powi(2))
+                    .sum::<f64>();
+                if d2 <= 36.0 { TISSUE } else { LUNG }
+            })
+            .collect();
+        let mut field = LungField {
+            size: [n; 3],
+            mask,
+            spacing_mm: [2.0; 3],
+        };
+        let centre = [15.0; 3];
+        assert!(!field.contains(centre));
+        assert!(
+            field.holds(centre, [12.0; 3]),
+            "a 24 mm mass wrapped in lung"
+        );
+        assert!(
+            !field.holds(centre, [8.0; 3]),
+            "16 mm: the centre alone decides"
+        );
+        field.mask.iter_mut().for_each(|v| *v = TISSUE);
+        assert!(!field.holds(centre, [12.0; 3]), "no lung around it");
+    }
 
     #[test]
     fn distances_are_exact_on_a_line() {

@@ -147,10 +147,24 @@ pub struct RescoreSpec {
     pub combine: Combine,
     /// Default threshold on the final score (the card's top-level one is the detector's).
     pub default_score_threshold: f32,
+    /// A candidate whose box is wider than this (mean side, model voxels) is seen through a
+    /// cube `mean side / this` times `patch_voxels` wide, resampled to `patch_voxels`: a large
+    /// lesion is shown at the size the classifier was trained on. Absent: never scaled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_above_voxels: Option<f64>,
     #[serde(default)]
     pub meaning: String,
     #[serde(default)]
     pub training: serde_json::Value,
+}
+
+impl RescoreSpec {
+    /// How much wider than `patch_voxels` the cube around a candidate of `size` (voxels) is.
+    pub fn patch_scale(&self, size: [f64; 3]) -> f64 {
+        let side = size.iter().sum::<f64>() / 3.0;
+        self.scale_above_voxels
+            .map_or(1.0, |above| (side / above).max(1.0))
+    }
 }
 
 /// `model.json`.
@@ -342,6 +356,14 @@ impl Model {
             Some(r) if r.patch_voxels == 0 || r.candidates == 0 => {
                 return Err(bad(
                     "rescore.patch_voxels and rescore.candidates must be positive".into(),
+                ));
+            }
+            Some(r)
+                if r.scale_above_voxels
+                    .is_some_and(|v| !(v.is_finite() && v > 0.0)) =>
+            {
+                return Err(bad(
+                    "rescore.scale_above_voxels must be a positive number of voxels".into(),
                 ));
             }
             Some(r) => {

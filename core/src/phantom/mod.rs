@@ -31,6 +31,7 @@ use crate::dicom::write::CT_IMAGE_STORAGE;
 use crate::volume::{Geometry, SeriesInfo, SourceInstance, StudyIdentity, Volume, Voxels};
 use anatomy::Chest;
 use rng::Rng;
+use structures::Lesions;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +44,14 @@ pub struct PhantomSpec {
     pub nodules: usize,
     /// Standard deviation of the added noise, HU.
     pub noise_hu: f32,
+    /// Masses of 20-50 mm placed after the nodules (from their own random stream, so a spec
+    /// without masses gives the same bytes as before they existed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub masses: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Default for PhantomSpec {
@@ -53,6 +62,7 @@ impl Default for PhantomSpec {
             spacing_mm: [0.7, 0.7, 1.25],
             nodules: 6,
             noise_hu: 18.0,
+            masses: 0,
         }
     }
 }
@@ -78,11 +88,12 @@ pub enum PhantomError {
     )]
     TooLarge(String),
     #[error(
-        "could place only {placed} of {asked} nodules apart from each other in a {fov_mm:.0} mm field of view; ask for fewer nodules or a larger field of view"
+        "could place only {placed} of {asked} {what} apart from each other in a {fov_mm:.0} mm field of view; ask for fewer {what} or a larger field of view"
     )]
     NoRoom {
         placed: usize,
         asked: usize,
+        what: &'static str,
         fov_mm: f64,
     },
     #[error(transparent)]
@@ -121,13 +132,31 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
     let chest = chest(spec);
     let mut rng = Rng::new(spec.seed);
     let (vessels, airways) = structures::vessels_and_airways(&chest, &mut rng.fork(1));
-    let nodules = structures::place_nodules(&chest, &mut rng.fork(2), &vessels, spec.nodules);
-    if nodules.len() < spec.nodules {
-        return Err(PhantomError::NoRoom {
-            placed: nodules.len(),
-            asked: spec.nodules,
-            fov_mm: 2.0 * chest.half_fov_mm[0],
-        });
+    let mut nodules = Vec::with_capacity(spec.nodules + spec.masses);
+    for (lesions, count, salt) in [
+        (Lesions::Nodules, spec.nodules, 2),
+        (Lesions::Masses, spec.masses, 3),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let before = nodules.len();
+        structures::place_nodules(
+            &chest,
+            &mut rng.fork(salt),
+            &vessels,
+            count,
+            lesions,
+            &mut nodules,
+        );
+        if nodules.len() - before < count {
+            return Err(PhantomError::NoRoom {
+                placed: nodules.len() - before,
+                asked: count,
+                what: lesions.name(),
+                fov_mm: 2.0 * chest.half_fov_mm[0],
+            });
+        }
     }
     let tubes: Vec<_> = vessels.into_iter().chain(airways).collect();
     let scene = render::Scene {

@@ -251,13 +251,65 @@ impl Grower<'_> {
     }
 }
 
-/// Places `count` nodules in the lungs: free, against the pleura, or touching a vessel.
+/// Which lesions [`place_nodules`] places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lesions {
+    /// 3-30 mm (less in a small field of view), solid, part-solid or ground-glass, free, on
+    /// the pleura or on a vessel.
+    Nodules,
+    /// 20-50 mm, solid or part-solid, free or on the pleura.
+    Masses,
+}
+
+impl Lesions {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Nodules => "nodules",
+            Self::Masses => "masses",
+        }
+    }
+
+    /// Smallest and largest diameter in a chest of this field of view (lung half-width is
+    /// 0.25 u).
+    fn diameter_range_mm(self, chest: &Chest) -> (f64, f64) {
+        let fit = 0.25 * chest.half_fov_mm[0];
+        match self {
+            Self::Nodules => (3.0_f64.min(fit.min(30.0)), fit.min(30.0)),
+            Self::Masses => (20.0_f64.min(1.6 * fit), (1.6 * fit).min(50.0)),
+        }
+    }
+
+    /// Kind and attachment, in this order from `rng` (the nodules' stream is unchanged).
+    fn draw(self, rng: &mut Rng) -> (NoduleKind, Attachment) {
+        let kind = match (self, rng.unit()) {
+            (Self::Nodules, x) if x < 0.6 => NoduleKind::Solid,
+            (Self::Nodules, x) if x < 0.8 => NoduleKind::PartSolid,
+            (Self::Nodules, _) => NoduleKind::GroundGlass,
+            (Self::Masses, x) if x < 0.75 => NoduleKind::Solid,
+            (Self::Masses, _) => NoduleKind::PartSolid,
+        };
+        let attachment = match (self, rng.unit()) {
+            (_, x) if x < 0.6 => Attachment::Free,
+            (Self::Nodules, x) if x >= 0.8 => Attachment::Vessel,
+            _ => Attachment::Pleura,
+        };
+        (kind, attachment)
+    }
+}
+
+/// Places `count` lesions in the lungs, apart from those already in `nodules` (appended to
+/// it): free, against the pleura, or touching a vessel.
 ///
-/// Returns fewer than `count` only when the lungs are too small to hold them apart.
-pub fn place_nodules(chest: &Chest, rng: &mut Rng, vessels: &[Tube], count: usize) -> Vec<Nodule> {
-    // The widest nodule that fits a lung of this field of view (lung half-width is 0.25 u).
-    let max_diameter = (0.25 * chest.half_fov_mm[0]).min(30.0);
-    let mut nodules: Vec<Nodule> = Vec::with_capacity(count);
+/// Places fewer than `count` only when the lungs are too small to hold them apart.
+pub fn place_nodules(
+    chest: &Chest,
+    rng: &mut Rng,
+    vessels: &[Tube],
+    count: usize,
+    lesions: Lesions,
+    nodules: &mut Vec<Nodule>,
+) {
+    let (lo, max_diameter) = lesions.diameter_range_mm(chest);
     let sample_dirs = sphere_directions();
     let big_vessels: Vec<&Tube> = vessels
         .iter()
@@ -265,17 +317,7 @@ pub fn place_nodules(chest: &Chest, rng: &mut Rng, vessels: &[Tube], count: usiz
         .collect();
     for _ in 0..count {
         for _attempt in 0..4000 {
-            let kind = match rng.unit() {
-                x if x < 0.6 => NoduleKind::Solid,
-                x if x < 0.8 => NoduleKind::PartSolid,
-                _ => NoduleKind::GroundGlass,
-            };
-            let attachment = match rng.unit() {
-                x if x < 0.6 => Attachment::Free,
-                x if x < 0.8 => Attachment::Pleura,
-                _ => Attachment::Vessel,
-            };
-            let lo = 3.0_f64.min(max_diameter);
+            let (kind, attachment) = lesions.draw(rng);
             let diameter = (lo.ln() + rng.unit() * (max_diameter.ln() - lo.ln())).exp();
             let r = diameter / 2.0;
             let centre = match attachment {
@@ -300,10 +342,12 @@ pub fn place_nodules(chest: &Chest, rng: &mut Rng, vessels: &[Tube], count: usiz
                     .iter()
                     .all(|d| in_lung(chest, add(centre, scale(*d, k * r))))
             };
-            let ok_shape = match attachment {
-                Attachment::Free => inside(1.3),
-                Attachment::Pleura => inside(0.5) && !inside(1.1),
-                Attachment::Vessel => inside(1.0),
+            let ok_shape = match (attachment, lesions) {
+                (Attachment::Free, Lesions::Nodules) => inside(1.3),
+                // A mass fills most of a lung's width: inside, not a margin beyond.
+                (Attachment::Free, Lesions::Masses) => inside(1.0),
+                (Attachment::Pleura, _) => inside(0.5) && !inside(1.1),
+                (Attachment::Vessel, _) => inside(1.0),
             };
             let apart = nodules
                 .iter()
@@ -319,7 +363,6 @@ pub fn place_nodules(chest: &Chest, rng: &mut Rng, vessels: &[Tube], count: usiz
             }
         }
     }
-    nodules
 }
 
 /// 26 unit directions (cube corners, edges and faces) for inside-the-lung checks.
