@@ -160,9 +160,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn candidate_patches_are_centred_and_padded_with_air_on_every_side() {
-        // Voxel value encodes its position: hu = 100 z + 10 y + x - 1000.
+    /// Voxel value encodes its position: hu = 100 z + 10 y + x - 1000 (7 x 6 x 5 voxels).
+    fn position_volume() -> (Voxels, InputSpec) {
         let a = Array3::<i16>::from_shape_fn((5, 6, 7), |(z, y, x)| {
             (100 * z + 10 * y + x) as i16 - 1000
         });
@@ -172,7 +171,12 @@ mod tests {
             hu_window: [-1000.0, 400.0],
             normalisation: String::new(),
         };
-        let voxels = Voxels::I16(a);
+        (Voxels::I16(a), spec)
+    }
+
+    #[test]
+    fn candidate_patches_are_centred_and_padded_with_air_on_every_side() {
+        let (voxels, spec) = position_volume();
         let hu = |v: f32| v * 1400.0 - 1000.0;
         // Centre (1.5, 2.4, 0.6) rounds (half to even) to (2, 2, 1); a 4-cube starts at (0, 0, -1).
         let p = patch(&voxels, [1.5, 2.4, 0.6], 4, &spec);
@@ -194,17 +198,8 @@ mod tests {
 
     #[test]
     fn scaled_patches_sample_a_wider_cube_about_the_same_middle() {
-        // hu = 100 z + 10 y + x - 1000: trilinear sampling of it is exact inside the volume.
-        let a = Array3::<i16>::from_shape_fn((5, 6, 7), |(z, y, x)| {
-            (100 * z + 10 * y + x) as i16 - 1000
-        });
-        let spec = InputSpec {
-            name: "ct".into(),
-            layout: "NCDHW".into(),
-            hu_window: [-1000.0, 400.0],
-            normalisation: String::new(),
-        };
-        let voxels = Voxels::I16(a);
+        // Trilinear sampling of the position-encoding volume is exact inside it.
+        let (voxels, spec) = position_volume();
         let hu = |v: f32| v * 1400.0 - 1000.0;
         let scaled = |center: [f64; 3], scale: f64| {
             let mut out = Array3::zeros((4, 4, 4));
@@ -219,8 +214,8 @@ mod tests {
         // Centre (3, 3, 2): the middle is (2.5, 2.5, 1.5); at scale 2 the points lie at
         // middle - 3, - 1, + 1, + 3 along each axis.
         let p = scaled([3.0, 3.0, 2.0], 2.0);
-        assert!((hu(p[[2, 2, 2]]) - (150.0 + 35.0 + 3.5 - 1000.0)).abs() < 1e-2);
-        assert!((hu(p[[3, 2, 1]]) - (350.0 + 35.0 + 1.5 - 1000.0)).abs() < 1e-2);
+        assert!((hu(p[[2, 2, 2]]) - (250.0 + 35.0 + 3.5 - 1000.0)).abs() < 1e-2);
+        assert!((hu(p[[1, 2, 1]]) - (50.0 + 35.0 + 1.5 - 1000.0)).abs() < 1e-2);
         // z = -1.5 lies wholly beyond the volume: air.
         assert!(p.slice(s![0, .., ..]).iter().all(|&v| v == 0.0));
     }
