@@ -140,6 +140,23 @@ pub fn norm(a: Vec3) -> f64 {
     dot(a, a).sqrt()
 }
 
+/// The 26 unit directions to a cube's faces, edges and corners (x slowest, z fastest), for
+/// sampling around a point.
+pub fn cube_directions() -> Vec<Vec3> {
+    let mut dirs = Vec::with_capacity(26);
+    for x in [-1.0, 0.0, 1.0] {
+        for y in [-1.0, 0.0, 1.0] {
+            for z in [-1.0, 0.0, 1.0] {
+                let v = [x, y, z];
+                if v != [0.0; 3] {
+                    dirs.push(scale(v, 1.0 / norm(v)));
+                }
+            }
+        }
+    }
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,7 +75,7 @@ impl LungField {
             return false;
         }
         let (mut lung, mut all) = (0usize, 0usize);
-        for d in SHELL_DIRECTIONS.iter() {
+        for d in tessera_dicom::geometry::cube_directions() {
             for k in [1.0, 1.25, 1.5] {
                 let at = std::array::from_fn(|a| center[a] + d[a] * k * size[a] / 2.0);
                 lung += usize::from(self.contains(at));
@@ -105,22 +105,6 @@ impl LungField {
         (z * self.size[1] + y) * self.size[0] + x
     }
 }
-
-/// The 26 unit directions to a cube's faces, edges and corners.
-static SHELL_DIRECTIONS: std::sync::LazyLock<Vec<[f64; 3]>> = std::sync::LazyLock::new(|| {
-    let mut out = Vec::with_capacity(26);
-    for x in [-1.0f64, 0.0, 1.0] {
-        for y in [-1.0f64, 0.0, 1.0] {
-            for z in [-1.0f64, 0.0, 1.0] {
-                let n = (x * x + y * y + z * z).sqrt();
-                if n > 0.0 {
-                    out.push([x / n, y / n, z / n]);
-                }
-            }
-        }
-    }
-    out
-});
 
 const TISSUE: u8 = 0;
 const LUNG: u8 = 1;

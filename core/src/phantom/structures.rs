@@ -310,7 +310,7 @@ pub fn place_nodules(
     nodules: &mut Vec<Nodule>,
 ) {
     let (lo, max_diameter) = lesions.diameter_range_mm(chest);
-    let sample_dirs = sphere_directions();
+    let sample_dirs = crate::geometry::cube_directions();
     let big_vessels: Vec<&Tube> = vessels
         .iter()
         .filter(|t| t.radius_a_mm > 1.2 * chest.scale())
@@ -363,19 +363,4 @@ pub fn place_nodules(
             }
         }
     }
-}
-
-/// 26 unit directions (cube corners, edges and faces) for inside-the-lung checks.
-fn sphere_directions() -> Vec<Vec3> {
-    let mut dirs = Vec::with_capacity(26);
-    for x in [-1.0, 0.0, 1.0] {
-        for y in [-1.0, 0.0, 1.0] {
-            for z in [-1.0, 0.0, 1.0] {
-                if x != 0.0 || y != 0.0 || z != 0.0 {
-                    dirs.push(normalize([x, y, z]));
-                }
-            }
-        }
-    }
-    dirs
 }
