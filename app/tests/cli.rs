@@ -3,6 +3,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tessera_tests::{runtime_available, shared_data};
@@ -171,11 +172,11 @@ fn phantom_rejects_a_bad_size_before_doing_anything() {
     assert!(!dir.path().join("x").exists());
 }
 
-fn test_model() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/models/tessera-test-tiny")
+fn test_model() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/models/tessera-test-tiny")
 }
 
-fn small_phantom(dir: &std::path::Path, size: &str) -> std::path::PathBuf {
+fn small_phantom(dir: &Path, size: &str) -> PathBuf {
     let out = dir.join("study");
     let made = tessera()
         .args([
@@ -282,7 +283,7 @@ fn detect_runs_the_cards_rescoring_stage_unless_told_not_to() {
     let dir = tempfile::tempdir().unwrap();
     let study = small_phantom(dir.path(), "128x112x40");
     let model = test_model().with_file_name("tessera-test-rescore");
-    let detect = |out: &std::path::Path, extra: &[&str]| {
+    let detect = |out: &Path, extra: &[&str]| {
         let output = tessera()
             .arg("detect")
             .arg(&study)
@@ -410,11 +411,7 @@ fn signal_and_wait(
     (status, reader.join().unwrap().unwrap())
 }
 
-fn detect_to(
-    study: &std::path::Path,
-    out: &std::path::Path,
-    extra: &[&str],
-) -> std::process::Output {
+fn detect_to(study: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     tessera()
         .arg("detect")
         .arg(study)
@@ -685,24 +682,31 @@ fn a_cuda_run_runs_on_cuda_or_fails_with_the_reason() {
     }
 }
 
+/// The test model's run on a small phantom, for tests that rewrite its detections: the
+/// study, the run's file and its contents.
+fn small_phantom_run(dir: &Path) -> (PathBuf, PathBuf, serde_json::Value) {
+    let study = small_phantom(dir, "160x128x40");
+    let det = dir.join("det.json");
+    assert!(
+        detect_to(&study, &det, &["--patch", "64x64x24"])
+            .status
+            .success()
+    );
+    let run = serde_json::from_slice(&std::fs::read(&det).unwrap()).unwrap();
+    (study, det, run)
+}
+
 #[test]
 fn evaluate_scores_detections_against_phantom_truth() {
     if !runtime_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let study = small_phantom(dir.path(), "160x128x40");
-    let det = dir.path().join("det.json");
-    assert!(
-        detect_to(&study, &det, &["--patch", "64x64x24"])
-            .status
-            .success()
-    );
+    let (study, det, mut run) = small_phantom_run(dir.path());
     let truth_path = study.join("truth.json");
     let truth: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&truth_path).unwrap()).unwrap();
     // A perfect detector: one detection on each nodule centre, nothing else.
-    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(&det).unwrap()).unwrap();
     let template = run["detections"][0].clone();
     let perfect: Vec<serde_json::Value> = truth["nodules"]
         .as_array()
@@ -750,13 +754,7 @@ fn evaluate_cases_as_json_lists_every_reader_mark_with_its_best_box() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let study = small_phantom(dir.path(), "160x128x40");
-    let det = dir.path().join("det.json");
-    assert!(
-        detect_to(&study, &det, &["--patch", "64x64x24"])
-            .status
-            .success()
-    );
+    let (_, det, mut run) = small_phantom_run(dir.path());
     // The phantom run's file, moved onto the case: one detection on the readers' largest
     // nodule, one far from every mark.
     let (volume, _) = tessera_core::dicom::open(&case, None, Default::default()).unwrap();
@@ -767,7 +765,6 @@ fn evaluate_cases_as_json_lists_every_reader_mark_with_its_best_box() {
         .iter()
         .max_by(|a, b| a.diameter_mm.total_cmp(&b.diameter_mm))
         .unwrap();
-    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(&det).unwrap()).unwrap();
     let template = run["detections"][0].clone();
     let placed = |score: f64, center: [f64; 3], size: [f64; 3]| {
         let mut d = template.clone();

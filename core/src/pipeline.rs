@@ -271,26 +271,26 @@ fn run(
         }
     };
     runner.stats.peaks_dropped = peaks_dropped;
-    let mut boxes = nms(peaks, config.nms_iou);
-    let lungs = card
-        .lung_field
-        .then(|| lung_field(input, &mut boxes, config.keep_outside_lungs));
-    // (box, the detector's score when the stage replaced it), best first.
-    let scored: Vec<(Candidate, Option<f32>)> = match stage {
-        Some((spec, classifier)) => runner.rescore(&boxes, input, spec, classifier, observer)?,
-        None => boxes.into_iter().map(|b| (b, None)).collect(),
+    let boxes = nms(peaks, config.nms_iou);
+    let (kept, lungs) = if card.lung_field {
+        let (kept, field, stats) = lung_field(input, boxes, config.keep_outside_lungs);
+        (kept, Some((field, stats)))
+    } else {
+        (boxes.into_iter().map(Kept::inside).collect(), None)
+    };
+    let scored = match stage {
+        Some((spec, classifier)) => runner.rescore(&kept, input, spec, classifier, observer)?,
+        None => kept,
     };
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
     let study_from_model = GridMap::new(&input.geometry, &volume.geometry);
     let detections = scored
         .into_iter()
-        .filter(|(b, _)| b.score >= threshold)
-        .map(|(b, detector_score)| Detection {
-            detector_score,
-            outside_lungs: lungs
-                .as_ref()
-                .is_some_and(|(field, _)| !field.holds(b.bbox.center, b.bbox.size)),
-            ..to_detection(b, &input.geometry, &study_from_model, &seams)
+        .filter(|k| k.candidate.score >= threshold)
+        .map(|k| Detection {
+            detector_score: k.detector_score,
+            outside_lungs: k.outside_lungs,
+            ..to_detection(k.candidate, &input.geometry, &study_from_model, &seams)
         })
         .collect();
     let mut stats = runner.stats;
@@ -465,23 +465,27 @@ impl Runner<'_> {
         Ok(stitcher.finish())
     }
 
-    /// The stage's scores for the best of `boxes`: `(box, the detector's score)`, best first.
+    /// The stage's scores for the best of `boxes`, best first (the rest are dropped).
     fn rescore(
         &mut self,
-        boxes: &[Candidate],
+        boxes: &[Kept],
         input: &Volume,
         spec: &crate::model::RescoreSpec,
         classifier: &mut PatchClassifier,
         observer: &mut dyn FnMut(&Event),
-    ) -> Result<Vec<(Candidate, Option<f32>)>, PipelineError> {
-        let best = &boxes[..boxes.len().min(spec.candidates)];
+    ) -> Result<Vec<Kept>, PipelineError> {
+        let best: Vec<Candidate> = boxes
+            .iter()
+            .take(spec.candidates)
+            .map(|k| k.candidate)
+            .collect();
         let candidates = best.len();
         observer(&Event::RescoreStarted { candidates });
         memory::reset_peak();
         let stage_started = Instant::now();
         let card = &self.model.card;
         let rescored = rescore(
-            best,
+            &best,
             &input.voxels,
             &card.input,
             spec,
@@ -500,35 +504,56 @@ impl Runner<'_> {
         });
         Ok(rescored
             .into_iter()
-            .map(|r| (r.candidate, Some(r.detector_score)))
+            .map(|r| Kept {
+                candidate: r.candidate,
+                detector_score: Some(r.detector_score),
+                outside_lungs: boxes[r.index].outside_lungs,
+            })
             .collect())
     }
 }
 
-/// The lung field of `input`, and `boxes` without the candidates outside it (all kept when
-/// `keep_outside`: they are flagged on the detections).
+/// A candidate on its way to a detection.
+struct Kept {
+    candidate: Candidate,
+    /// The detector's score, when the rescoring stage replaced it.
+    detector_score: Option<f32>,
+    outside_lungs: bool,
+}
+
+impl Kept {
+    fn inside(candidate: Candidate) -> Self {
+        Self {
+            candidate,
+            detector_score: None,
+            outside_lungs: false,
+        }
+    }
+}
+
+/// The lung field of `input`, and `boxes` each with whether it is outside the field (those
+/// outside are dropped unless `keep_outside`), in their order.
 fn lung_field(
     input: &Volume,
-    boxes: &mut Vec<Candidate>,
+    boxes: Vec<Candidate>,
     keep_outside: bool,
-) -> (crate::lung::LungField, LungFieldStats) {
+) -> (Vec<Kept>, crate::lung::LungField, LungFieldStats) {
     let started = Instant::now();
     let field = crate::lung::segment(&input.voxels, input.geometry.spacing_mm);
-    let before = boxes.len();
-    let outside = boxes
-        .iter()
-        .filter(|b| !field.holds(b.bbox.center, b.bbox.size))
-        .count();
-    if !keep_outside {
-        boxes.retain(|b| field.holds(b.bbox.center, b.bbox.size));
-    }
+    let (kept, dropped): (Vec<Kept>, Vec<Kept>) = boxes
+        .into_iter()
+        .map(|b| Kept {
+            outside_lungs: !field.holds(b.bbox.center, b.bbox.size),
+            ..Kept::inside(b)
+        })
+        .partition(|k| keep_outside || !k.outside_lungs);
     let stats = LungFieldStats {
         volume_ml: field.volume_ml(),
         seconds: started.elapsed().as_secs_f64(),
-        dropped_outside: before - boxes.len(),
-        kept_outside: if keep_outside { outside } else { 0 },
+        dropped_outside: dropped.len(),
+        kept_outside: kept.iter().filter(|k| k.outside_lungs).count(),
     };
-    (field, stats)
+    (kept, field, stats)
 }
 
 /// Maps a box on the model grid to the patient and to the original volume's voxels.

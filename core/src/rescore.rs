@@ -21,6 +21,8 @@ pub struct Rescored {
     pub candidate: Candidate,
     /// What the detector gave it.
     pub detector_score: f32,
+    /// Its position in the candidates given to [`rescore`].
+    pub index: usize,
 }
 
 /// Rescores `candidates` (the detector's best, in its order). Returns them sorted by the new
@@ -35,7 +37,7 @@ pub fn rescore(
 ) -> Result<Vec<Rescored>, InferError> {
     let edge = spec.patch_voxels;
     let mut rescored = Vec::with_capacity(candidates.len());
-    for chunk in candidates.chunks(BATCH) {
+    for (chunk_index, chunk) in candidates.chunks(BATCH).enumerate() {
         let mut batch = Array5::<f32>::zeros((chunk.len(), 1, edge, edge, edge));
         for (mut slot, b) in batch.axis_iter_mut(Axis(0)).zip(chunk) {
             let target = slot.index_axis_mut(Axis(0), 0);
@@ -47,13 +49,21 @@ pub fn rescore(
             }
         }
         let scores = classifier.run(batch, cancel)?;
-        rescored.extend(chunk.iter().zip(scores).map(|(b, p)| Rescored {
-            candidate: Candidate {
-                score: spec.combine.score(b.score, p),
-                ..*b
-            },
-            detector_score: b.score,
-        }));
+        let first = chunk_index * BATCH;
+        rescored.extend(
+            chunk
+                .iter()
+                .zip(scores)
+                .enumerate()
+                .map(|(i, (b, p))| Rescored {
+                    candidate: Candidate {
+                        score: spec.combine.score(b.score, p),
+                        ..*b
+                    },
+                    detector_score: b.score,
+                    index: first + i,
+                }),
+        );
     }
     rescored.sort_by(|a, b| b.candidate.score.total_cmp(&a.candidate.score));
     Ok(rescored)
