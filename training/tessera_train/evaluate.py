@@ -50,7 +50,8 @@ def lidc_case(tessera, shared: Path, work: Path, model: Path, case: str, thresho
     """The case's table from `tessera evaluate --cases` on a run that keeps what lies outside
     the lungs (flagged): every reader mark (readers, size, best score, its rank and box, hit or
     miss) and every unmarked detection at the threshold with its place. The default run
-    (outside dropped) counts the false positives a user sees."""
+    (outside dropped) counts the false positives a user sees: it is a run of its own, since the
+    stage rescores the best `candidates` of what is left after the drop, not of everything."""
     series = shared / "lidc" / case
     det_path = eval_dir / f"{case}.det.json"
     det = detect(tessera, series, model, det_path, rescore)
