@@ -126,13 +126,17 @@ def calibrate_memory(tessera, work: Path, model: Path) -> dict:
     }}
 
 
-def arguments():
-    """The command line of the steps that run the `tessera` binary on a model."""
+def arguments(with_masses: bool = False):
+    """The command line of the steps that run the `tessera` binary on a model (the stage's
+    training also takes `--with-masses`)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--tessera", required=True)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--shared", type=Path, required=True)
     ap.add_argument("--model", type=Path, required=True)
+    if with_masses:
+        ap.add_argument("--with-masses", action="store_true",
+                        help="train on the mass phantoms too, the cube scaled for large ones")
     return ap.parse_args()
 
 

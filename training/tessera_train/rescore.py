@@ -39,10 +39,12 @@ SEED = 7
 SCALE_ABOVE = 16.0
 
 
-def patch_scale(size_voxels) -> float:
+def patch_scale(size_voxels, scale_above) -> float:
     """How much wider than the patch the cube around a candidate of this box is (the card's
-    `scale_above_voxels`; `tessera`'s `RescoreSpec::patch_scale`)."""
-    return max(float(np.mean(size_voxels)) / SCALE_ABOVE, 1.0)
+    `scale_above_voxels`, None: never; `tessera`'s `RescoreSpec::patch_scale`)."""
+    if scale_above is None:
+        return 1.0
+    return max(float(np.mean(size_voxels)) / scale_above, 1.0)
 
 
 def scaled_patch(hu: np.ndarray, centre_xyz, edge: int, scale: float) -> np.ndarray:
@@ -57,9 +59,9 @@ def scaled_patch(hu: np.ndarray, centre_xyz, edge: int, scale: float) -> np.ndar
     return np.round(out).astype(np.int16)
 
 
-def candidates(det: dict, npy: Path, edge: int = PATCH):
+def candidates(det: dict, npy: Path, edge: int = PATCH, scale_above=None):
     """The top candidates and their `edge`^3 patches (int16 HU, air outside the volume), the
-    cube scaled for large candidates as the pipeline scales it."""
+    cube scaled for candidates wider than `scale_above` voxels as the pipeline scales it."""
     sidecar = json.loads(npy.with_suffix(".json").read_text())
     volume = np.load(npy)
     h = edge // 2 + 2
@@ -69,7 +71,7 @@ def candidates(det: dict, npy: Path, edge: int = PATCH):
     patches = np.zeros((len(dets), edge, edge, edge), np.int16)
     for i, d in enumerate(dets):
         centre = data.voxel_from_world(sidecar, d["center_lps_mm"])
-        scale = patch_scale(d["model_box"]["size"])
+        scale = patch_scale(d["model_box"]["size"], scale_above)
         if scale > 1.0:
             patches[i] = scaled_patch(volume, centre, edge, scale)
             continue
@@ -144,7 +146,7 @@ class Scored(nn.Module):
         return torch.sigmoid(self.net(x))
 
 
-def export(net: Classifier, model_dir: Path, work: Path, trained_on: str):
+def export(net: Classifier, model_dir: Path, work: Path, trained_on: str, scale_above=None):
     """Writes `rescore.onnx` (checked against PyTorch) and the card's `rescore` section."""
     scored = Scored(net).eval()
     staged = work / "rescore.onnx"
@@ -174,13 +176,13 @@ def export(net: Classifier, model_dir: Path, work: Path, trained_on: str):
         "candidate_threshold": FROC_THRESHOLD,
         "combine": "geometric_mean",
         "default_score_threshold": 0.5,
-        "scale_above_voxels": SCALE_ABOVE,
         "meaning": f"probability that a candidate is a nodule, from a {PATCH}^3 patch of the "
                    "resampled volume centred on the candidate's voxel (rounded), normalised "
-                   "like the detector's input, air outside the volume; a candidate wider than "
-                   f"{SCALE_ABOVE:g} voxels (mean box side) is seen through a cube scaled by "
-                   f"side / {SCALE_ABOVE:g}, sampled trilinearly; the final score is "
-                   "sqrt(detector score * this probability)",
+                   "like the detector's input, air outside the volume; "
+                   + (f"a candidate wider than {scale_above:g} voxels (mean box side) is seen "
+                      f"through a cube scaled by side / {scale_above:g}, sampled trilinearly; "
+                      if scale_above else "")
+                   + "the final score is sqrt(detector score * this probability)",
         "training": {
             "recipe": "training/tessera_train/rescore.py (seed 7)",
             "architecture": "2 x (3x3x3 conv + batch norm + ReLU) then 2x2x2 max pool, three "
@@ -194,33 +196,43 @@ def export(net: Classifier, model_dir: Path, work: Path, trained_on: str):
             "onnx_vs_pytorch_max_abs_diff": worst,
         },
     }
+    if scale_above:
+        card["rescore"]["scale_above_voxels"] = scale_above
     write_atomic(card_path, (json.dumps(card, indent=2) + "\n").encode())
     print(f"wrote {model_dir / 'rescore.onnx'}: {len(data_bytes)} bytes; ORT vs PyTorch max "
           f"diff {worst:.1e}")
 
 
 def main():
-    args = arguments()
+    args = arguments(with_masses=True)
+    scale_above = SCALE_ABOVE if args.with_masses else None
     torch.manual_seed(SEED)
     rng = np.random.default_rng(SEED)
     cache = args.work / "rescore" / "train"
     cache.mkdir(parents=True, exist_ok=True)
     xs, ys = [], []
-    for series, npy in data.make_phantoms(args.tessera, args.work, config.TRAIN_PHANTOMS, "train"):
+    # The detector's training phantoms, and with --with-masses its second phase's (large
+    # positives too).
+    phantoms = data.make_phantoms(args.tessera, args.work, config.TRAIN_PHANTOMS, "train")
+    if args.with_masses:
+        phantoms += data.make_phantoms(args.tessera, args.work, config.TRAIN_MASSES,
+                                       "train-masses")
+    for series, npy in phantoms:
         det = detect(args.tessera, series, args.model, cache / f"{series.name}.det.json",
                      rescore=False)
-        dets, patches = candidates(det, npy, PATCH + 2 * JITTER)
+        dets, patches = candidates(det, npy, PATCH + 2 * JITTER, scale_above)
         xs.append(patches)
         truth = json.loads((series / "truth.json").read_text())
         ys.append(np.array([hits_a_nodule(d, truth) for d in dets], dtype=bool))
     patches, labels = np.concatenate(xs), np.concatenate(ys)
     trained_on = (f"the detector's top {TOP} candidates (score >= {FROC_THRESHOLD}) on the "
-                  f"{len(xs)} training phantoms: {len(patches)} candidates, {labels.sum()} "
+                  f"{len(xs)} training phantoms{' (masses included)' if args.with_masses else ''}: "
+                  f"{len(patches)} candidates, {labels.sum()} "
                   "on nodules")
     print(trained_on, flush=True)
     net = train(patches, labels, rng)
     torch.save(net.state_dict(), args.work / "rescore.pt")
-    export(net, args.model, args.work, trained_on)
+    export(net, args.model, args.work, trained_on, scale_above)
 
 
 if __name__ == "__main__":
