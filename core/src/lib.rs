@@ -2,7 +2,7 @@
 //!
 //! The layers, each a crate that Cargo keeps from importing upwards (see `ARCHITECTURE.md`):
 //! `tessera-dicom` (files to [`volume`]) -> `tessera-plan` ([`model`] card, [`plan`],
-//! [`stitch`], [`resample`], [`detect`], [`lung`]; no runtime) -> `tessera-infer` ([`infer`],
+//! [`stitch`], [`resample`], [`detect`], [`lung`], [`extent`]; no runtime) -> `tessera-infer` ([`infer`],
 //! ONNX Runtime) -> this crate: the [`pipeline`] that drives them, the [`rescore`] stage,
 //! [`report`] files, [`parity`], [`evaluate`] and the [`phantom`].
 //! The lower crates' modules are re-exported here under their own names, so that the app and
@@ -23,5 +23,6 @@ pub use tessera_dicom::{dicom, geometry, io, lidc, npy, view, volume};
 pub use tessera_infer as infer;
 pub use tessera_pacs as pacs;
 pub use tessera_plan::{
-    calibration, detect, device, grid_map, lung, memory, model, plan, request, resample, stitch,
+    calibration, detect, device, extent, grid_map, lung, memory, model, plan, request, resample,
+    stitch,
 };

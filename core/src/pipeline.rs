@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::detect::{Candidate, ModelGridBox, decode_centernet, decode_segmentation, nms};
+use crate::extent::measure_box;
 use crate::grid_map::GridMap;
 use crate::infer::gpu::GpuProbe;
 use crate::infer::input::window_input;
@@ -72,6 +73,10 @@ pub struct Detection {
     pub detector_score: Option<f32>,
     pub center_lps_mm: [f64; 3],
     pub size_mm: [f64; 3],
+    /// The detector's own box size, when the box was measured on the image instead
+    /// ([`crate::extent`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detector_size_mm: Option<[f64; 3]>,
     /// In the original volume's voxels.
     pub box_voxel: StudyVoxelBox,
     /// The box crosses a window boundary (a core edge in halo mode).
@@ -130,6 +135,9 @@ pub struct LungFieldStats {
     pub dropped_outside: usize,
     /// Kept and flagged instead (`keep_outside_lungs`).
     pub kept_outside: usize,
+    /// Detections whose box was measured on the image ([`crate::extent`]).
+    #[serde(default)]
+    pub boxes_measured: usize,
 }
 
 /// Everything a run produced, and what made it.
@@ -272,7 +280,7 @@ fn run(
     };
     runner.stats.peaks_dropped = peaks_dropped;
     let boxes = nms(peaks, config.nms_iou);
-    let (kept, lungs) = if card.lung_field {
+    let (kept, mut lungs) = if card.lung_field {
         let (kept, field, stats) = lung_field(input, boxes, config.keep_outside_lungs);
         (kept, Some((field, stats)))
     } else {
@@ -284,15 +292,14 @@ fn run(
     };
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
     let study_from_model = GridMap::new(&input.geometry, &volume.geometry);
-    let detections = scored
-        .into_iter()
-        .filter(|k| k.candidate.score >= threshold)
-        .map(|k| Detection {
-            detector_score: k.detector_score,
-            outside_lungs: k.outside_lungs,
-            ..to_detection(k.candidate, &input.geometry, &study_from_model, &seams)
-        })
-        .collect();
+    let field = lungs.as_ref().filter(|_| !config.detector_boxes);
+    let detections = findings(&scored, threshold, input, field, &study_from_model, &seams);
+    if let Some((_, stats)) = lungs.as_mut() {
+        stats.boxes_measured = detections
+            .iter()
+            .filter(|d| d.detector_size_mm.is_some())
+            .count();
+    }
     let mut stats = runner.stats;
     let (lung_field, lung_stats) = lungs.unzip();
     stats.lung_field = lung_stats;
@@ -552,8 +559,40 @@ fn lung_field(
         seconds: started.elapsed().as_secs_f64(),
         dropped_outside: dropped.len(),
         kept_outside: kept.iter().filter(|k| k.outside_lungs).count(),
+        boxes_measured: 0,
     };
     (kept, field, stats)
+}
+
+/// The detections of `scored` at `threshold`, their boxes measured on the image where there
+/// is a lung field to measure in and the measure is plausible ([`crate::extent`]).
+fn findings(
+    scored: &[Kept],
+    threshold: f32,
+    input: &Volume,
+    lungs: Option<&(crate::lung::LungField, LungFieldStats)>,
+    study_from_model: &GridMap,
+    seams: &[Vec<usize>; 3],
+) -> Vec<Detection> {
+    let field = lungs.map(|(field, _)| field);
+    scored
+        .iter()
+        .filter(|k| k.candidate.score >= threshold)
+        .map(|k| {
+            let detected = k.candidate.bbox;
+            let measured = field.and_then(|f| measure_box(&input.voxels, f, &detected));
+            let candidate = Candidate {
+                bbox: measured.unwrap_or(detected),
+                ..k.candidate
+            };
+            Detection {
+                detector_score: k.detector_score,
+                outside_lungs: k.outside_lungs,
+                detector_size_mm: measured.map(|_| size_mm(&detected, &input.geometry)),
+                ..to_detection(candidate, &input.geometry, study_from_model, seams)
+            }
+        })
+        .collect()
 }
 
 /// Maps a box on the model grid to the patient and to the original volume's voxels.
@@ -565,7 +604,6 @@ fn to_detection(
 ) -> Detection {
     let b = c.bbox;
     let center_lps_mm = model.world_from_voxel.apply(b.center);
-    let size_mm = std::array::from_fn(|a| b.size[a] * model.spacing_mm[a]);
     let (lo, hi) = (b.min(), b.max());
     let box_voxel = study_from_model.study_voxels_of_box(lo, hi);
     let crosses_seam = (0..3).any(|a| {
@@ -577,12 +615,18 @@ fn to_detection(
         score: c.score,
         detector_score: None,
         center_lps_mm,
-        size_mm,
+        size_mm: size_mm(&b, model),
+        detector_size_mm: None,
         box_voxel,
         crosses_seam,
         outside_lungs: false,
         model_box: b,
     }
+}
+
+/// A model-grid box's sides in millimetres.
+fn size_mm(b: &ModelGridBox, model: &Geometry) -> [f64; 3] {
+    std::array::from_fn(|a| b.size[a] * model.spacing_mm[a])
 }
 
 /// Runs `input` through an fp32 session and returns the largest heatmap difference from

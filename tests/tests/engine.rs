@@ -39,6 +39,7 @@ fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
         precision: Precision::Fp32,
         memory_model: None,
         keep_outside_lungs: false,
+        detector_boxes: false,
     }
 }
 

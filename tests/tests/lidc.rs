@@ -109,3 +109,49 @@ fn every_reader_nodule_is_inside_the_lung_field() {
         assert!(outside.is_empty(), "{case}: outside the field: {outside:?}");
     }
 }
+
+/// The two large lesions all four readers outlined (33 and 29 mm) get a box measured on the
+/// image of about their size, where the detector's size head gives two thirds of it: given a
+/// box of that size at the readers' centre, the measured box's mean side is between
+/// [`MEASURED_MIN`] and [`MEASURED_MAX`] of the readers' diameter (their largest in-plane
+/// extent, which the mean of three sides of an irregular lesion stays under).
+#[test]
+fn large_reader_lesions_get_a_box_of_their_size_measured_on_the_image() {
+    use tessera_core::detect::ModelGridBox;
+    use tessera_core::{extent, lung};
+    const MEASURED_MIN: f64 = 0.75;
+    const MEASURED_MAX: f64 = 1.1;
+    const SIZE_HEAD_SHARE: f64 = 0.65;
+    for case in ["lidc/LIDC-IDRI-0001", "lidc/LIDC-IDRI-0003"] {
+        let Some((volume, xml)) = load(case) else {
+            return;
+        };
+        let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
+        let grid = tessera_core::resample::resample(&volume, [1.25; 3])
+            .unwrap()
+            .unwrap();
+        let field = lung::segment(&grid.voxels, grid.geometry.spacing_mm);
+        let voxel_from_world = grid.geometry.world_from_voxel.inverse().unwrap();
+        let groups = lidc::consensus(&reads, SAME_NODULE_MM);
+        let large: Vec<_> = groups
+            .iter()
+            .filter(|g| g.readers == 4 && g.diameter_mm >= 20.0)
+            .collect();
+        assert_eq!(large.len(), 1, "{case}");
+        let lesion = large[0];
+        let detected = ModelGridBox {
+            center: voxel_from_world.apply(lesion.center_lps_mm),
+            size: [SIZE_HEAD_SHARE * lesion.diameter_mm / 1.25; 3],
+        };
+        let measured = extent::measure_box(&grid.voxels, &field, &detected)
+            .unwrap_or_else(|| panic!("{case}: no box measured"));
+        let side_mm = measured.size.iter().sum::<f64>() * 1.25 / 3.0;
+        let share = side_mm / lesion.diameter_mm;
+        assert!(
+            (MEASURED_MIN..MEASURED_MAX).contains(&share),
+            "{case}: {side_mm:.1} mm for {:.1} mm ({:?} voxels)",
+            lesion.diameter_mm,
+            measured.size
+        );
+    }
+}

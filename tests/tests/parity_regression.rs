@@ -75,6 +75,7 @@ fn config(patch: [usize; 3], blend: BlendMode, allow_single_pass: bool) -> Detec
         precision: Precision::Fp32,
         memory_model: None,
         keep_outside_lungs: false,
+        detector_boxes: false,
     }
 }
 

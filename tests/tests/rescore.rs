@@ -44,6 +44,7 @@ fn config(score_threshold: Option<f32>, rescore: bool) -> DetectConfig {
         precision: Precision::Fp32,
         memory_model: None,
         keep_outside_lungs: false,
+        detector_boxes: false,
     }
 }
 

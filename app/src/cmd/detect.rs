@@ -86,6 +86,11 @@ pub struct DetectArgs {
     /// flagged `outside_lungs` in det.json.
     #[arg(long)]
     pub keep_outside_lungs: bool,
+    /// Keep the detector's box for every finding (chest-CT models measure the box of a
+    /// finding of 6 mm or more on the image; det.json keeps the detector's as
+    /// `detector_size_mm`).
+    #[arg(long)]
+    pub detector_boxes: bool,
     /// Where to write the detections (det.json, schema tessera.detections/1).
     #[arg(long, default_value = "det.json", value_name = "FILE")]
     pub out: PathBuf,
@@ -197,6 +202,7 @@ fn config(
         precision: args.precision,
         memory_model,
         keep_outside_lungs: args.keep_outside_lungs,
+        detector_boxes: args.detector_boxes,
         ..defaults
     }
 }

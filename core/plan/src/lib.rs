@@ -6,6 +6,7 @@
 pub mod calibration;
 pub mod detect;
 pub mod device;
+pub mod extent;
 pub mod grid_map;
 pub mod lung;
 pub mod memory;

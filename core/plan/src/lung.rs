@@ -63,6 +63,14 @@ impl LungField {
         self.mask[self.offset(index[0], index[1], index[2])] == LUNG
     }
 
+    /// Whether voxel `[x, y, z]` is in (`false` outside the grid).
+    pub fn is_lung(&self, [x, y, z]: [usize; 3]) -> bool {
+        x < self.size[0]
+            && y < self.size[1]
+            && z < self.size[2]
+            && self.mask[self.offset(x, y, z)] == LUNG
+    }
+
     /// Whether a finding centred at `center` with box sides `size` (voxels) is in the lungs:
     /// its centre is in the field or, for a finding of at least [`LARGE_FINDING_MM`], at least
     /// [`LARGE_FINDING_LUNG_SHARE`] of the shell around its box's ellipsoid is.
@@ -103,6 +111,29 @@ impl LungField {
 
     fn offset(&self, x: usize, y: usize, z: usize) -> usize {
         (z * self.size[1] + y) * self.size[0] + x
+    }
+}
+
+#[cfg(test)]
+impl LungField {
+    /// A field that holds every voxel of a grid.
+    pub(crate) fn filled(size: [usize; 3], spacing_mm: [f64; 3]) -> Self {
+        Self {
+            size,
+            mask: vec![LUNG; size.iter().product()],
+            spacing_mm,
+        }
+    }
+
+    /// The field less the voxels where `out` holds.
+    pub(crate) fn without(mut self, out: impl Fn([usize; 3]) -> bool) -> Self {
+        let [nx, ny, _] = self.size;
+        for (i, v) in self.mask.iter_mut().enumerate() {
+            if out([i % nx, (i / nx) % ny, i / (nx * ny)]) {
+                *v = TISSUE;
+            }
+        }
+        self
     }
 }
 

@@ -46,12 +46,17 @@ pub struct DetectConfig {
     /// dropping them.
     #[serde(default)]
     pub keep_outside_lungs: bool,
+    /// With a chest-CT model, keep the detector's box for every finding instead of measuring
+    /// large ones on the image (`tessera_plan::extent`).
+    #[serde(default)]
+    pub detector_boxes: bool,
 }
 
 impl DetectConfig {
     /// The one set of defaults, with `patch`: exact (halo) tiling with a quarter overlap for
     /// the blending modes, on the CPU with every core, the card's threshold, the rescoring
-    /// stage on, fp32, the card's memory model, findings outside the lungs dropped.
+    /// stage on, fp32, the card's memory model, findings outside the lungs dropped, large
+    /// findings' boxes measured on the image.
     pub fn new(patch: [usize; 3]) -> Self {
         Self {
             tile: TileSpec {
@@ -71,6 +76,7 @@ impl DetectConfig {
             ort_lib: None,
             memory_model: None,
             keep_outside_lungs: false,
+            detector_boxes: false,
         }
     }
 
