@@ -78,21 +78,26 @@ fn annotations_of_another_series_are_refused() {
     assert!(err.to_string().contains("annotates series"), "{err}");
 }
 
+/// A case on the shipped detector's grid (1.25 mm), its reads and its lung field there.
+fn on_model_grid(case: &str) -> Option<(Volume, lidc::LidcReads, tessera_core::lung::LungField)> {
+    let (volume, xml) = load(case)?;
+    let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
+    let grid = tessera_core::resample::resample(&volume, [1.25; 3])
+        .unwrap()
+        .unwrap();
+    let field = tessera_core::lung::segment(&grid.voxels, grid.geometry.spacing_mm);
+    Some((grid, reads, field))
+}
+
 /// Every nodule a reader marked on the two cases lies in the lung field, on the grid the
 /// shipped detector runs on: the field drops findings outside it, never a reader's nodule.
 /// The field is also a plausible pair of lungs (2-9 litres).
 #[test]
 fn every_reader_nodule_is_inside_the_lung_field() {
-    use tessera_core::lung;
     for case in ["lidc/LIDC-IDRI-0001", "lidc/LIDC-IDRI-0003"] {
-        let Some((volume, xml)) = load(case) else {
+        let Some((grid, reads, field)) = on_model_grid(case) else {
             return;
         };
-        let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
-        let grid = tessera_core::resample::resample(&volume, [1.25; 3])
-            .unwrap()
-            .unwrap();
-        let field = lung::segment(&grid.voxels, grid.geometry.spacing_mm);
         let ml = field.volume_ml();
         assert!((2000.0..9000.0).contains(&ml), "{case}: {ml} ml");
         let voxel_from_world = grid.geometry.world_from_voxel.inverse().unwrap();
@@ -118,19 +123,14 @@ fn every_reader_nodule_is_inside_the_lung_field() {
 #[test]
 fn large_reader_lesions_get_a_box_of_their_size_measured_on_the_image() {
     use tessera_core::detect::ModelGridBox;
-    use tessera_core::{extent, lung};
+    use tessera_core::extent;
     const MEASURED_MIN: f64 = 0.75;
     const MEASURED_MAX: f64 = 1.1;
     const SIZE_HEAD_SHARE: f64 = 0.65;
     for case in ["lidc/LIDC-IDRI-0001", "lidc/LIDC-IDRI-0003"] {
-        let Some((volume, xml)) = load(case) else {
+        let Some((grid, reads, field)) = on_model_grid(case) else {
             return;
         };
-        let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
-        let grid = tessera_core::resample::resample(&volume, [1.25; 3])
-            .unwrap()
-            .unwrap();
-        let field = lung::segment(&grid.voxels, grid.geometry.spacing_mm);
         let voxel_from_world = grid.geometry.world_from_voxel.inverse().unwrap();
         let groups = lidc::consensus(&reads, SAME_NODULE_MM);
         let large: Vec<_> = groups
