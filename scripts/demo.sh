@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: set up (once), build, and open the built-in demo study.
 # Extra arguments go to tessera (e.g. `./scripts/demo.sh info --json`, or
-# `./scripts/demo.sh view --run --screenshot shot.png` to run, save a picture and exit).
+# `./scripts/demo.sh view --run --screenshot shot.png` to run, save a picture and exit; on a
+# machine without a display that runs under Xvfb).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -10,5 +11,14 @@ if [ ! -x target/release/tessera ]; then
   echo "demo: building tessera (release). The first build compiles about 500 crates: roughly 8 minutes on 2 cores; later builds take seconds." >&2
 fi
 cargo build --release -p tessera
-echo "demo: starting target/release/tessera $*" >&2
-exec target/release/tessera "$@"
+# Without a display, a screenshot run (`view --run --screenshot FILE`) gets a virtual one
+# (Xvfb, with Mesa's software renderer), installed once when it can be.
+display=()
+if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [[ " $* " == *" --screenshot "* ]]; then
+  command -v xvfb-run >/dev/null || "$root/scripts/apt_install.sh" demo xvfb
+  if command -v xvfb-run >/dev/null; then
+    display=(xvfb-run -a)
+  fi
+fi
+echo "demo: starting ${display[*]:+${display[*]} }target/release/tessera $*" >&2
+exec "${display[@]}" target/release/tessera "$@"

@@ -17,21 +17,4 @@ done
 [ "${#missing[@]}" = 0 ] && exit 0
 mapfile -t packages < <(printf '%s\n' "${missing[@]}" | sort -u)
 
-if [ "$(id -u)" = 0 ]; then
-  as_root=()
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  as_root=(sudo -n)
-else
-  say "missing ${packages[*]}: install them (apt-get install ${packages[*]}); until then their tests say SKIPPED"
-  exit 0
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-  say "missing ${packages[*]} and no apt-get here: install them with your package manager"
-  exit 0
-fi
-say "installing ${packages[*]} (Debian packages, once)"
-export DEBIAN_FRONTEND=noninteractive
-if ! "${as_root[@]}" apt-get install -y --no-install-recommends "${packages[@]}" >/dev/null; then
-  "${as_root[@]}" apt-get update >/dev/null
-  "${as_root[@]}" apt-get install -y --no-install-recommends "${packages[@]}" >/dev/null
-fi
+"$(dirname "${BASH_SOURCE[0]}")/apt_install.sh" tools "${packages[@]}"

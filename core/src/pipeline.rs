@@ -292,7 +292,10 @@ fn run(
     };
     let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
     let study_from_model = GridMap::new(&input.geometry, &volume.geometry);
-    let field = lungs.as_ref().filter(|_| !config.detector_boxes);
+    let field = lungs
+        .as_ref()
+        .filter(|_| !config.detector_boxes)
+        .map(|(field, _)| field);
     let detections = findings(&scored, threshold, input, field, &study_from_model, &seams);
     if let Some((_, stats)) = lungs.as_mut() {
         stats.boxes_measured = detections
@@ -550,7 +553,7 @@ fn lung_field(
     let (kept, dropped): (Vec<Kept>, Vec<Kept>) = boxes
         .into_iter()
         .map(|b| Kept {
-            outside_lungs: !field.holds(b.bbox.center, b.bbox.size),
+            outside_lungs: !field.holds(&b.bbox),
             ..Kept::inside(b)
         })
         .partition(|k| keep_outside || !k.outside_lungs);
@@ -570,11 +573,10 @@ fn findings(
     scored: &[Kept],
     threshold: f32,
     input: &Volume,
-    lungs: Option<&(crate::lung::LungField, LungFieldStats)>,
+    field: Option<&crate::lung::LungField>,
     study_from_model: &GridMap,
     seams: &[Vec<usize>; 3],
 ) -> Vec<Detection> {
-    let field = lungs.map(|(field, _)| field);
     scored
         .iter()
         .filter(|k| k.candidate.score >= threshold)
@@ -588,7 +590,7 @@ fn findings(
             Detection {
                 detector_score: k.detector_score,
                 outside_lungs: k.outside_lungs,
-                detector_size_mm: measured.map(|_| size_mm(&detected, &input.geometry)),
+                detector_size_mm: measured.map(|_| detected.size_mm(input.geometry.spacing_mm)),
                 ..to_detection(candidate, &input.geometry, study_from_model, seams)
             }
         })
@@ -615,18 +617,13 @@ fn to_detection(
         score: c.score,
         detector_score: None,
         center_lps_mm,
-        size_mm: size_mm(&b, model),
+        size_mm: b.size_mm(model.spacing_mm),
         detector_size_mm: None,
         box_voxel,
         crosses_seam,
         outside_lungs: false,
         model_box: b,
     }
-}
-
-/// A model-grid box's sides in millimetres.
-fn size_mm(b: &ModelGridBox, model: &Geometry) -> [f64; 3] {
-    std::array::from_fn(|a| b.size[a] * model.spacing_mm[a])
 }
 
 /// Runs `input` through an fp32 session and returns the largest heatmap difference from

@@ -9,6 +9,8 @@ use tessera_tests::shared_data;
 
 /// Reads within this distance (mm) or half a diameter are the same nodule.
 const SAME_NODULE_MM: f64 = 5.0;
+/// The shipped detector's grid.
+const MODEL_GRID_MM: f64 = 1.25;
 
 fn load(case: &str) -> Option<(Volume, std::path::PathBuf)> {
     let dir = shared_data(case)?;
@@ -78,11 +80,11 @@ fn annotations_of_another_series_are_refused() {
     assert!(err.to_string().contains("annotates series"), "{err}");
 }
 
-/// A case on the shipped detector's grid (1.25 mm), its reads and its lung field there.
+/// A case on the shipped detector's grid, its reads and its lung field there.
 fn on_model_grid(case: &str) -> Option<(Volume, lidc::LidcReads, tessera_core::lung::LungField)> {
     let (volume, xml) = load(case)?;
     let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
-    let grid = tessera_core::resample::resample(&volume, [1.25; 3])
+    let grid = tessera_core::resample::resample(&volume, [MODEL_GRID_MM; 3])
         .unwrap()
         .unwrap();
     let field = tessera_core::lung::segment(&grid.voxels, grid.geometry.spacing_mm);
@@ -141,11 +143,11 @@ fn large_reader_lesions_get_a_box_of_their_size_measured_on_the_image() {
         let lesion = large[0];
         let detected = ModelGridBox {
             center: voxel_from_world.apply(lesion.center_lps_mm),
-            size: [SIZE_HEAD_SHARE * lesion.diameter_mm / 1.25; 3],
+            size: [SIZE_HEAD_SHARE * lesion.diameter_mm / MODEL_GRID_MM; 3],
         };
         let measured = extent::measure_box(&grid.voxels, &field, &detected)
             .unwrap_or_else(|| panic!("{case}: no box measured"));
-        let side_mm = measured.size.iter().sum::<f64>() * 1.25 / 3.0;
+        let side_mm = measured.mean_side_mm([MODEL_GRID_MM; 3]);
         let share = side_mm / lesion.diameter_mm;
         assert!(
             (MEASURED_MIN..MEASURED_MAX).contains(&share),

@@ -25,6 +25,16 @@ impl ModelGridBox {
         std::array::from_fn(|a| self.center[a] + self.size[a] / 2.0)
     }
 
+    /// Its sides in millimetres on a grid of `spacing_mm`.
+    pub fn size_mm(&self, spacing_mm: [f64; 3]) -> [f64; 3] {
+        std::array::from_fn(|a| self.size[a] * spacing_mm[a])
+    }
+
+    /// The mean of its sides in millimetres on a grid of `spacing_mm`.
+    pub fn mean_side_mm(&self, spacing_mm: [f64; 3]) -> f64 {
+        self.size_mm(spacing_mm).iter().sum::<f64>() / 3.0
+    }
+
     /// Intersection over union of two boxes.
     pub fn iou(&self, other: &Self) -> f64 {
         let (a0, a1, b0, b1) = (self.min(), self.max(), other.min(), other.max());

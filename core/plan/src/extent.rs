@@ -49,7 +49,7 @@ pub fn measure_box(
     bbox: &ModelGridBox,
 ) -> Option<ModelGridBox> {
     let spacing_mm = field.spacing_mm;
-    let detected_mm = mean_side_mm(bbox.size, spacing_mm);
+    let detected_mm = bbox.mean_side_mm(spacing_mm);
     if detected_mm < MIN_SIDE_MM || voxels.size() != field.size {
         return None;
     }
@@ -64,11 +64,7 @@ pub fn measure_box(
         center: std::array::from_fn(|a| (lo[a] + hi[a]) as f64 / 2.0),
         size: std::array::from_fn(|a| (hi[a] - lo[a] + 1) as f64),
     };
-    (mean_side_mm(measured.size, spacing_mm) >= MIN_RATIO * detected_mm).then_some(measured)
-}
-
-fn mean_side_mm(size: [f64; 3], spacing_mm: [f64; 3]) -> f64 {
-    (0..3).map(|a| size[a] * spacing_mm[a]).sum::<f64>() / 3.0
+    (measured.mean_side_mm(spacing_mm) >= MIN_RATIO * detected_mm).then_some(measured)
 }
 
 /// The voxel offsets of a ball of `radius_mm` on a grid of `spacing_mm`.

@@ -18,6 +18,8 @@ use rayon::prelude::*;
 
 use tessera_dicom::volume::Voxels;
 
+use crate::detect::ModelGridBox;
+
 /// Below this, a voxel is air (lung parenchyma is about -850 HU, soft tissue above -100).
 pub const AIR_HU: f32 = -400.0;
 /// An air region is lung when it holds at least this share of the largest one.
@@ -71,15 +73,15 @@ impl LungField {
             && self.mask[self.offset(x, y, z)] == LUNG
     }
 
-    /// Whether a finding centred at `center` with box sides `size` (voxels) is in the lungs:
-    /// its centre is in the field or, for a finding of at least [`LARGE_FINDING_MM`], at least
+    /// Whether a finding with box `bbox` (voxels) is in the lungs: its centre is in the field
+    /// or, for a finding of at least [`LARGE_FINDING_MM`], at least
     /// [`LARGE_FINDING_LUNG_SHARE`] of the shell around its box's ellipsoid is.
-    pub fn holds(&self, center: [f64; 3], size: [f64; 3]) -> bool {
+    pub fn holds(&self, bbox: &ModelGridBox) -> bool {
+        let ModelGridBox { center, size } = *bbox;
         if self.contains(center) {
             return true;
         }
-        let mean_mm = (0..3).map(|a| size[a] * self.spacing_mm[a]).sum::<f64>() / 3.0;
-        if mean_mm < LARGE_FINDING_MM {
+        if bbox.mean_side_mm(self.spacing_mm) < LARGE_FINDING_MM {
             return false;
         }
         let (mut lung, mut all) = (0usize, 0usize);
@@ -458,17 +460,15 @@ mod tests {
             spacing_mm: [2.0; 3],
         };
         let centre = [15.0; 3];
+        let ball = |side: f64| ModelGridBox {
+            center: centre,
+            size: [side; 3],
+        };
         assert!(!field.contains(centre));
-        assert!(
-            field.holds(centre, [12.0; 3]),
-            "a 24 mm mass wrapped in lung"
-        );
-        assert!(
-            !field.holds(centre, [8.0; 3]),
-            "16 mm: the centre alone decides"
-        );
+        assert!(field.holds(&ball(12.0)), "a 24 mm mass wrapped in lung");
+        assert!(!field.holds(&ball(8.0)), "16 mm: the centre alone decides");
         field.mask.iter_mut().for_each(|v| *v = TISSUE);
-        assert!(!field.holds(centre, [12.0; 3]), "no lung around it");
+        assert!(!field.holds(&ball(12.0)), "no lung around it");
     }
 
     #[test]
