@@ -12,9 +12,12 @@
 //!    digital sphere's poles).
 //!
 //! The measured box replaces the detector's only when it is plausible: it does not touch the
-//! cube's faces (nothing leaked out) and its mean side is at least [`MIN_RATIO`] of the
-//! detector's (a solid core inside a ground-glass lesion is not the lesion). It never changes
-//! a score. It runs on the whole volume of the model's grid, so tiling cannot change it.
+//! cube's faces (nothing leaked out), its mean side is at least [`MIN_RATIO`] of the
+//! detector's (a solid core inside a ground-glass lesion is not the lesion) and its centre
+//! lies inside the detector's box (otherwise the component is mostly something the finding
+//! touches, such as a vessel or a neighbour, and moving the centre there would move the
+//! finding off its lesion). It never changes a score. It runs on the whole volume of the
+//! model's grid, so tiling cannot change it.
 
 use tessera_dicom::volume::Voxels;
 
@@ -64,7 +67,8 @@ pub fn measure_box(
         center: std::array::from_fn(|a| (lo[a] + hi[a]) as f64 / 2.0),
         size: std::array::from_fn(|a| (hi[a] - lo[a] + 1) as f64),
     };
-    (measured.mean_side_mm(spacing_mm) >= MIN_RATIO * detected_mm).then_some(measured)
+    let centred = (0..3).all(|a| (measured.center[a] - bbox.center[a]).abs() <= bbox.size[a] / 2.0);
+    (centred && measured.mean_side_mm(spacing_mm) >= MIN_RATIO * detected_mm).then_some(measured)
 }
 
 /// The voxel offsets of a ball of `radius_mm` on a grid of `spacing_mm`.
@@ -287,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn small_findings_leaks_and_cores_keep_the_detectors_box() {
+    fn small_findings_leaks_cores_and_neighbours_keep_the_detectors_box() {
         let (voxels, field) = scene(ball([32.0; 3], 10.0));
         assert_eq!(
             measure_box(&voxels, &field, &detector_box(5.0)),
@@ -315,6 +319,16 @@ mod tests {
             None,
             "no seed"
         );
+        // A lesion mostly beside the detector's 8-voxel box (x 28 to 36), its edge at the
+        // box's centre: its own centre (x 37.5) is outside, so it is something else. A box
+        // of 14 voxels (x 25 to 39) holds that centre.
+        let (voxels, field) = scene(ball([37.5, 32.0, 32.0], 6.0));
+        assert_eq!(
+            measure_box(&voxels, &field, &detector_box(8.0)),
+            None,
+            "off centre"
+        );
+        assert!(measure_box(&voxels, &field, &detector_box(14.0)).is_some());
     }
 
     #[test]
