@@ -3,8 +3,8 @@
 //! The layers, each a crate that Cargo keeps from importing upwards (see `ARCHITECTURE.md`):
 //! `tessera-dicom` (files to [`volume`]) -> `tessera-plan` ([`model`] card, [`plan`],
 //! [`stitch`], [`resample`], [`detect`], [`lung`], [`extent`]; no runtime) ->
-//! `tessera-infer` ([`infer`], ONNX Runtime) -> this crate: the [`pipeline`] that drives them, the [`rescore`] stage,
-//! [`report`] files, [`parity`], [`evaluate`] and the [`phantom`].
+//! `tessera-infer` ([`infer`], ONNX Runtime) -> this crate: the [`pipeline`] that drives them,
+//! the [`rescore`] stage, [`report`] files, [`parity`], [`evaluate`] and the [`phantom`].
 //! The lower crates' modules are re-exported here under their own names, so that the app and
 //! the tests see one library. No GUI dependency lives here.
 

@@ -4,11 +4,10 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::infer::{CancelToken, Device};
+use tessera_core::infer::CancelToken;
 use tessera_core::model::{Model, Precision, shipped_models_dir};
-use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig, Event, PipelineError};
-use tessera_core::plan::{BlendMode, PlanError, TileSpec};
+use tessera_core::pipeline::{self, DetectConfig, Event, PipelineError};
+use tessera_core::plan::{BlendMode, PlanError};
 use tessera_core::volume::Volume;
 use tessera_tests::{runtime_available, small_phantom};
 
@@ -20,27 +19,16 @@ fn volume() -> Volume {
     small_phantom()
 }
 
+/// The defaults on two threads at a 0.2 threshold, with `blend` at half overlap.
 fn config(patch: [usize; 3], blend: BlendMode) -> DetectConfig {
-    DetectConfig {
-        tile: TileSpec {
-            patch,
-            overlap: 0.5,
-            blend,
-            allow_single_pass: false,
-            memory_budget_bytes: None,
-        },
-        device: Device::Cpu,
+    let mut c = DetectConfig {
         threads: 2,
-        allocator: CpuAllocator::default(),
         score_threshold: Some(0.2),
-        rescore: true,
-        nms_iou: DEFAULT_NMS_IOU,
-        ort_lib: None,
-        precision: Precision::Fp32,
-        memory_model: None,
-        keep_outside_lungs: false,
-        detector_boxes: false,
-    }
+        ..DetectConfig::new(patch)
+    };
+    c.tile.overlap = 0.5;
+    c.tile.blend = blend;
+    c
 }
 
 fn whole(volume: &Volume, model: &Model) -> pipeline::DetectionResult {

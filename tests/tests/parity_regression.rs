@@ -7,14 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
-use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::infer::{CancelToken, Device};
-use tessera_core::model::{Model, Precision, shipped_models_dir};
+use tessera_core::evaluate::Target;
+use tessera_core::infer::CancelToken;
+use tessera_core::model::{Model, shipped_models_dir};
 use tessera_core::parity::{Tolerances, compare, compare_detections};
 use tessera_core::phantom::{self, PhantomSpec};
 use tessera_core::pipeline::Detection;
-use tessera_core::pipeline::{self, DEFAULT_NMS_IOU, DetectConfig};
-use tessera_core::plan::{BlendMode, TileSpec};
+use tessera_core::pipeline::{self, DetectConfig};
+use tessera_core::plan::BlendMode;
 use tessera_core::report::DetectionReport;
 use tessera_core::volume::Volume;
 use tessera_tests::{runtime_available, shared_data};
@@ -56,27 +56,16 @@ fn model(name: &str) -> Model {
     Model::load(&shipped_models_dir().join(name)).unwrap()
 }
 
+/// The defaults on two threads at a 0.1 threshold, with `blend` and `allow_single_pass`.
 fn config(patch: [usize; 3], blend: BlendMode, allow_single_pass: bool) -> DetectConfig {
-    DetectConfig {
-        tile: TileSpec {
-            patch,
-            overlap: 0.25,
-            blend,
-            allow_single_pass,
-            memory_budget_bytes: None,
-        },
-        device: Device::Cpu,
+    let mut c = DetectConfig {
         threads: 2,
-        allocator: CpuAllocator::default(),
         score_threshold: Some(0.1),
-        rescore: true,
-        nms_iou: DEFAULT_NMS_IOU,
-        ort_lib: None,
-        precision: Precision::Fp32,
-        memory_model: None,
-        keep_outside_lungs: false,
-        detector_boxes: false,
-    }
+        ..DetectConfig::new(patch)
+    };
+    c.tile.blend = blend;
+    c.tile.allow_single_pass = allow_single_pass;
+    c
 }
 
 fn run(volume: &Volume, model: &Model, config: &DetectConfig) -> DetectionReport {
@@ -376,20 +365,17 @@ fn measured_boxes_keep_every_nodule_the_detectors_boxes_hit() {
         c.score_threshold = Some(0.3);
         c.detector_boxes = detector_boxes;
         let detections = run(&phantom.volume, &shipped, &c).detections;
-        let inside = |d: &Detection, centre: [f64; 3], diameter_mm: f64| {
-            let d2: f64 = (0..3)
-                .map(|a| (d.center_lps_mm[a] - centre[a]).powi(2))
-                .sum();
-            d2.sqrt() <= diameter_mm / 2.0
-        };
         phantom
             .truth
             .nodules
             .iter()
             .filter(|n| {
-                detections
-                    .iter()
-                    .any(|d| inside(d, n.center_lps_mm, n.diameter_mm))
+                // A hit as `tessera evaluate` counts it.
+                let target = Target {
+                    center_lps_mm: n.center_lps_mm,
+                    diameter_mm: n.diameter_mm,
+                };
+                detections.iter().any(|d| target.contains(d.center_lps_mm))
             })
             .map(|n| n.id)
             .collect()

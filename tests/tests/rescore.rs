@@ -5,13 +5,9 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::infer::{CancelToken, Device, input};
-use tessera_core::model::{Model, ModelError, Precision, shipped_models_dir};
-use tessera_core::pipeline::{
-    self, DEFAULT_NMS_IOU, DetectConfig, DetectionResult, Event, PipelineError,
-};
-use tessera_core::plan::{BlendMode, TileSpec};
+use tessera_core::infer::{CancelToken, input};
+use tessera_core::model::{Model, ModelError, shipped_models_dir};
+use tessera_core::pipeline::{self, DetectConfig, DetectionResult, Event, PipelineError};
 use tessera_core::volume::Volume;
 use tessera_tests::{runtime_available, small_phantom};
 
@@ -25,27 +21,16 @@ fn volume() -> Volume {
     small_phantom()
 }
 
+/// The defaults on two threads, a 64x64x32 patch at half overlap.
 fn config(score_threshold: Option<f32>, rescore: bool) -> DetectConfig {
-    DetectConfig {
-        tile: TileSpec {
-            patch: [64, 64, 32],
-            overlap: 0.5,
-            blend: BlendMode::Halo,
-            allow_single_pass: false,
-            memory_budget_bytes: None,
-        },
-        device: Device::Cpu,
+    let mut c = DetectConfig {
         threads: 2,
-        allocator: CpuAllocator::default(),
         score_threshold,
         rescore,
-        nms_iou: DEFAULT_NMS_IOU,
-        ort_lib: None,
-        precision: Precision::Fp32,
-        memory_model: None,
-        keep_outside_lungs: false,
-        detector_boxes: false,
-    }
+        ..DetectConfig::new([64, 64, 32])
+    };
+    c.tile.overlap = 0.5;
+    c
 }
 
 fn run(volume: &Volume, config: &DetectConfig) -> (DetectionResult, Vec<Event>) {

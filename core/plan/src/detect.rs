@@ -25,6 +25,12 @@ impl ModelGridBox {
         std::array::from_fn(|a| self.center[a] + self.size[a] / 2.0)
     }
 
+    /// Whether point `p` (voxels) lies in it, faces included.
+    pub fn contains(&self, p: [f64; 3]) -> bool {
+        let (lo, hi) = (self.min(), self.max());
+        (0..3).all(|a| lo[a] <= p[a] && p[a] <= hi[a])
+    }
+
     /// Its sides in millimetres on a grid of `spacing_mm`.
     pub fn size_mm(&self, spacing_mm: [f64; 3]) -> [f64; 3] {
         std::array::from_fn(|a| self.size[a] * spacing_mm[a])

@@ -67,8 +67,8 @@ pub fn measure_box(
         center: std::array::from_fn(|a| (lo[a] + hi[a]) as f64 / 2.0),
         size: std::array::from_fn(|a| (hi[a] - lo[a] + 1) as f64),
     };
-    let centred = (0..3).all(|a| (measured.center[a] - bbox.center[a]).abs() <= bbox.size[a] / 2.0);
-    (centred && measured.mean_side_mm(spacing_mm) >= MIN_RATIO * detected_mm).then_some(measured)
+    (bbox.contains(measured.center) && measured.mean_side_mm(spacing_mm) >= MIN_RATIO * detected_mm)
+        .then_some(measured)
 }
 
 /// The voxel offsets of a ball of `radius_mm` on a grid of `spacing_mm`.

@@ -54,15 +54,9 @@ pub struct LungField {
 impl LungField {
     /// Whether the voxel nearest to `[x, y, z]` (voxel coordinates, centres on integers) is in.
     pub fn contains(&self, at: [f64; 3]) -> bool {
-        let mut index = [0usize; 3];
-        for a in 0..3 {
-            let v = at[a].round();
-            if !(v >= 0.0 && v < self.size[a] as f64) {
-                return false;
-            }
-            index[a] = v as usize;
-        }
-        self.mask[self.offset(index[0], index[1], index[2])] == LUNG
+        let nearest = at.map(f64::round);
+        // `as usize` saturates, so a point past the grid stays past it; NaN fails `>=`.
+        nearest.iter().all(|v| *v >= 0.0) && self.is_lung(nearest.map(|v| v as usize))
     }
 
     /// Whether voxel `[x, y, z]` is in (`false` outside the grid).
