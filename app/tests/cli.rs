@@ -321,6 +321,54 @@ fn detect_runs_the_cards_rescoring_stage_unless_told_not_to() {
 }
 
 #[test]
+fn detect_runs_the_cards_coarse_pass_when_asked() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 320 x 280 x 195 mm: 255x223x157 on the shipped detector's grid, 128x112x79 on its
+    // coarse one, which this patch tiles in z too.
+    let study = small_phantom(dir.path(), "128x112x40");
+    let detect = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let output = tessera()
+            .arg("detect")
+            .arg(&study)
+            .args(["--patch", "256x224x64", "--threads", "2", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr_of(&output));
+        let json = std::fs::read(&out).unwrap();
+        (
+            stdout_of(&output),
+            stderr_of(&output),
+            serde_json::from_slice::<serde_json::Value>(&json).unwrap(),
+        )
+    };
+    let (stdout, stderr, det) = detect("coarse.json", &["--coarse-pass"]);
+    assert!(stdout.contains("a coarse pass at 2.5 mm"), "{stdout}");
+    assert!(
+        stderr.contains("coarse pass for large lesions: 2 window(s) at 2.50 mm"),
+        "{stderr}"
+    );
+    assert_eq!(det["config"]["coarse_pass"], true);
+    let coarse = &det["stats"]["coarse"];
+    assert_eq!(coarse["spacing_mm"], serde_json::json!([2.5, 2.5, 2.5]));
+    assert_eq!(coarse["size"], serde_json::json!([128, 112, 79]));
+    assert_eq!(coarse["windows"], 2);
+    // Off by default.
+    let (stdout, stderr, det) = detect("main.json", &[]);
+    assert!(
+        !stdout.contains("coarse") && !stderr.contains("coarse"),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(det["config"]["coarse_pass"], false);
+    assert!(det["stats"].get("coarse").is_none());
+}
+
+#[test]
 fn detect_refuses_a_single_pass_plan_with_exit_code_2_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let study = small_phantom(dir.path(), "96x96x24");

@@ -1,10 +1,12 @@
 //! The one detection pipeline that the CLI and the GUI both drive:
 //! volume -> resample to the card's spacing -> plan -> windows -> stitch -> decode ->
+//! (the coarse pass's large findings, when the card has one) -> NMS -> lung field ->
 //! (rescore, when the card has the stage) -> result.
 //!
 //! Progress goes to an observer as [`Event`]s, in order: `PlanReady`, then per window
-//! `WindowStarted` and `WindowFinished`, then `RescoreStarted` and `RescoreFinished` when the
-//! rescoring stage runs, then exactly one of `Finished`, `Cancelled`, `Failed`.
+//! `WindowStarted` and `WindowFinished`, then `CoarseStarted` and `CoarseFinished` when the
+//! card's coarse pass runs, then `RescoreStarted` and `RescoreFinished` when the rescoring
+//! stage runs, then exactly one of `Finished`, `Cancelled`, `Failed`.
 //! The plan is checked (and may be refused) before the runtime is even loaded.
 
 use std::time::Instant;
@@ -19,17 +21,20 @@ use crate::infer::input::window_input;
 use crate::infer::memory::{self, MemorySample, MemorySource};
 use crate::infer::session::EngineOptions;
 use crate::infer::{CancelToken, Device, Engine, InferError, PatchClassifier, RuntimeError};
-use crate::model::{Model, OutputFamily, Precision};
+use crate::model::{Model, ModelCard, OutputFamily, Precision};
 use crate::plan::{PlanError, TilePlan, Window};
 use crate::rescore::rescore;
 use crate::stitch::{Maps, Stitcher};
 use crate::volume::{Geometry, StudyVoxelBox, Volume};
+
+mod coarse;
 
 pub use crate::request::{
     BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch,
     baseline_estimate_bytes, card_memory_model, memory_model, model_geometry, plan_for,
     resample_for, resolve_patch,
 };
+pub use coarse::CoarseStats;
 
 /// Progress, as the observer sees it.
 #[derive(Debug, Clone)]
@@ -44,6 +49,17 @@ pub enum Event {
         index: usize,
         total: usize,
         window: Window,
+        elapsed_s: f64,
+        memory: MemorySample,
+    },
+    /// The coarse pass ([`crate::model::CoarsePass`]) starts, with this many windows.
+    CoarseStarted {
+        windows: usize,
+        spacing_mm: [f64; 3],
+    },
+    /// It found this many candidates of the card's minimum size.
+    CoarseFinished {
+        candidates: usize,
         elapsed_s: f64,
         memory: MemorySample,
     },
@@ -124,6 +140,9 @@ pub struct RunStats {
     /// The lung field, when the model asks for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lung_field: Option<LungFieldStats>,
+    /// The coarse pass, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coarse: Option<CoarseStats>,
 }
 
 /// What the lung field did in a run.
@@ -272,13 +291,14 @@ fn run(
         .and(model.rescore_file.as_ref())
         .map(|(_, hash)| hash.clone());
     let (decode_threshold, threshold) = thresholds(model, stage.as_ref().map(|s| s.0), config);
-    let (peaks, peaks_dropped) = match card.output_family {
-        OutputFamily::Centernet => decode_centernet(&maps, decode_threshold, input.geometry.size),
-        OutputFamily::Segmentation => {
-            decode_segmentation(&maps, decode_threshold, input.geometry.size)
-        }
-    };
+    let (mut peaks, peaks_dropped) = decode(card, &maps, decode_threshold, input.geometry.size);
     runner.stats.peaks_dropped = peaks_dropped;
+    // After the main windows: run first, it left the allocator holding more during them
+    // (measured: LIDC-IDRI-0001 1008 MiB against 946).
+    if let Some(spec) = card.coarse_pass.as_ref().filter(|_| config.coarse_pass) {
+        let large = runner.coarse(spec, volume, input, &mut engine, decode_threshold, observer)?;
+        peaks.extend(large);
+    }
     let boxes = nms(peaks, config.nms_iou);
     let (kept, mut lungs) = if card.lung_field {
         let (kept, field, stats) = lung_field(input, boxes, config.keep_outside_lungs);
@@ -331,6 +351,20 @@ fn run(
     })
 }
 
+/// The candidates in `maps` at `threshold` by the card's decoder, and how many peaks were
+/// over the decoder's cap.
+fn decode(
+    card: &ModelCard,
+    maps: &Maps,
+    threshold: f32,
+    size: [usize; 3],
+) -> (Vec<Candidate>, usize) {
+    match card.output_family {
+        OutputFamily::Centernet => decode_centernet(maps, threshold, size),
+        OutputFamily::Segmentation => decode_segmentation(maps, threshold, size),
+    }
+}
+
 /// The GPU's memory probe (NVML, on NVIDIA devices; host memory otherwise or when NVML is
 /// absent), and what the process or GPU holds before the run's own memory: the prediction
 /// adds to it.
@@ -369,6 +403,7 @@ impl RunStats {
             baseline_memory_bytes,
             prediction_exceeded: false,
             lung_field: None,
+            coarse: None,
         }
     }
 }
@@ -443,8 +478,11 @@ impl Runner<'_> {
             memory::reset_peak();
             let window_started = Instant::now();
             let tensor = window_input(&input.voxels, window, &self.model.card.input);
-            let fp32_check = (window.index == 0 && self.config.precision != Precision::Fp32)
-                .then(|| tensor.clone());
+            // Measured once, on the main plan's first window.
+            let fp32_check = (window.index == 0
+                && self.config.precision != Precision::Fp32
+                && self.stats.precision_drift.is_none())
+            .then(|| tensor.clone());
             let outputs = engine.run(window.index, tensor, self.cancel)?;
             if let Some(input) = fp32_check {
                 self.stats.precision_drift = Some(precision_drift(

@@ -56,6 +56,9 @@ pub struct ConfigRecord {
     /// The card's rescoring stage was asked for (it runs when the card has one).
     #[serde(default)]
     pub rescore: bool,
+    /// The card's coarse pass was asked for (it runs when the card has one).
+    #[serde(default)]
+    pub coarse_pass: bool,
     pub nms_iou: f64,
     pub allow_single_pass: bool,
     pub memory_budget_bytes: Option<u64>,
@@ -118,6 +121,9 @@ pub struct StatsRecord {
     /// The lung field (chest-CT models): its volume, time, and the candidates outside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lung_field: Option<crate::pipeline::LungFieldStats>,
+    /// The card's coarse pass (large lesions): its grid, windows, time and candidates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coarse: Option<crate::pipeline::CoarseStats>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -170,6 +176,7 @@ impl DetectionReport {
                 allocator: c.allocator.to_string(),
                 score_threshold: result.score_threshold,
                 rescore: c.rescore,
+                coarse_pass: c.coarse_pass,
                 nms_iou: c.nms_iou,
                 allow_single_pass: c.tile.allow_single_pass,
                 memory_budget_bytes: c.tile.memory_budget_bytes,
@@ -207,6 +214,7 @@ impl DetectionReport {
                 baseline_memory_bytes: result.stats.baseline_memory_bytes,
                 prediction_exceeded: result.stats.prediction_exceeded,
                 lung_field: result.stats.lung_field.clone(),
+                coarse: result.stats.coarse.clone(),
             },
             detections: result.detections.clone(),
         }

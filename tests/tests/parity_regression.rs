@@ -387,3 +387,75 @@ fn measured_boxes_keep_every_nodule_the_detectors_boxes_hit() {
     );
     assert_eq!(hits(false), by_detector);
 }
+
+/// Held-out mass phantom 9506 (`training`'s `HELD_OUT_MASSES`): its 43.4 mm mass is wider than
+/// the receptive field at the card's 1.25 mm, and the main pass finds nothing on it; the
+/// card's coarse pass finds it at the default threshold. The coarse grid is tiled here too (the
+/// patch is shorter than it in z), and the run matches the whole-volume one exactly.
+#[test]
+fn the_coarse_pass_finds_a_43_mm_mass_and_tiles_exactly() {
+    if !runtime_available() {
+        return;
+    }
+    let phantom = phantom::generate(&PhantomSpec {
+        seed: 9506,
+        size: [320, 320, 200],
+        spacing_mm: [1.1, 1.1, 1.6],
+        nodules: 4,
+        noise_hu: 18.0,
+        masses: 2,
+    })
+    .unwrap();
+    let mass = phantom
+        .truth
+        .nodules
+        .iter()
+        .find(|n| n.diameter_mm > 40.0)
+        .expect("the phantom's 43.4 mm mass");
+    let target = Target {
+        center_lps_mm: mass.center_lps_mm,
+        diameter_mm: mass.diameter_mm,
+    };
+    let found = |r: &DetectionReport| {
+        r.detections
+            .iter()
+            .any(|d| target.contains(d.center_lps_mm))
+    };
+    let shipped = model(SHIPPED);
+    let mut c = config([384, 384, 64], BlendMode::Halo, false);
+    c.score_threshold = None;
+    c.coarse_pass = true;
+    let tiled = run(&phantom.volume, &shipped, &c);
+    let coarse = tiled
+        .stats
+        .coarse
+        .clone()
+        .expect("the card's coarse pass ran");
+    assert!(coarse.windows > 1 && coarse.candidates > 0, "{coarse:?}");
+    assert!(found(&tiled), "{:?}", tiled.detections);
+    let main_only = run(
+        &phantom.volume,
+        &shipped,
+        &DetectConfig {
+            coarse_pass: false,
+            ..c.clone()
+        },
+    );
+    assert!(main_only.stats.coarse.is_none());
+    assert!(!found(&main_only), "{:?}", main_only.detections);
+    let mut whole = config(
+        whole_patch(&phantom.volume, &shipped),
+        BlendMode::Halo,
+        true,
+    );
+    whole.score_threshold = None;
+    whole.coarse_pass = true;
+    let reference = run(&phantom.volume, &shipped, &whole);
+    assert_eq!(reference.stats.coarse.as_ref().map(|s| s.windows), Some(1));
+    let parity = compare(&reference, &tiled, EXACT);
+    assert!(
+        parity.within_tolerance && !parity.pairs.is_empty(),
+        "{}",
+        parity.to_markdown(&reference, &tiled, "whole", "tiled")
+    );
+}

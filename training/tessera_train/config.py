@@ -37,6 +37,11 @@ MASS_SEED = 20261205
 HELD_OUT_MASSES = [
     (range(9500, 9508), "320x320x200", "1.1,1.1,1.6", 4, 18.0, 2),
 ]
+# The coarse pass (pipeline): the same network on a 2.5 mm grid, where a lesion wider than the
+# receptive field at 1.25 mm (41 voxels, 51 mm) fits in it; its findings of 20 mm or more (the
+# size from which `large.py` counts a lesion as large) join the main pass's candidates.
+COARSE_SPACING_MM = 2.5
+COARSE_MIN_MM = 20.0
 # Validation phantoms (the held-out families, other seeds): the default thresholds are chosen
 # on them, so the held-out figures stay untouched by any choice. Never trained on.
 VALIDATION_PHANTOMS = [

@@ -19,20 +19,24 @@ FROC_THRESHOLD = 0.05  # low, so the curve reaches 8 FP per scan
 
 
 def detect(tessera, series: Path, model: Path, out: Path, rescore: bool = True,
-           keep_outside: bool = False):
+           keep_outside: bool = False, coarse: bool = True):
     """`tessera detect` at the FROC threshold, cached in `out` while the model files (the
-    detector's, and the rescoring stage's when it runs) are the ones that made it."""
+    detector's, and the rescoring stage's when it runs) and the coarse pass's settings are the
+    ones that made it. The card's coarse pass runs (`--coarse-pass`) unless `coarse=False`: the
+    card's metrics are the model's with it."""
     card = json.loads((model / "model.json").read_text())
     stage = card.get("rescore") if rescore else None
     # The files and the card's settings that made the run (det.json records only the hashes).
     wanted = json.dumps([card["sha256"], stage and stage["sha256"],
-                         stage and stage.get("scale_above_voxels")])
+                         stage and stage.get("scale_above_voxels"),
+                         coarse and card.get("coarse_pass")])
     key = out.with_name(out.name + ".key")
     if out.is_file() and key.is_file() and key.read_text() == wanted:
         return json.loads(out.read_text())
     cmd = [str(tessera), "detect", str(series), "--model", str(model),
            "--score-threshold", str(FROC_THRESHOLD), "--out", str(out)]
     cmd += ([] if rescore else ["--no-rescore"]) + (["--keep-outside-lungs"] if keep_outside else [])
+    cmd += ["--coarse-pass"] if coarse and card.get("coarse_pass") else []
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     key.write_text(wanted)
     return json.loads(out.read_text())
@@ -172,6 +176,7 @@ def measure(args, eval_dir: Path, rescore: bool):
     stage = "with the rescoring stage" if rescore else "detector alone (--no-rescore)"
     metrics = {
         "measured_with": f"tessera detect (halo tiling, default patch, CPU), {stage}, "
+                         "with the card's coarse pass (--coarse-pass) when it has one, "
                          "then tessera evaluate",
         "default_score_threshold": f"{threshold}: the lowest on a 0.05 grid with at most "
                                    "1 false positive per validation phantom",

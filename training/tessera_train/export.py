@@ -68,6 +68,8 @@ def card(onnx_sha: str, fp16_sha: str, parity: dict, steps: str, phase: str) -> 
         },
         "recommended_patch": [384, 384, 128],
         "lung_field": True,
+        "coarse_pass": {"spacing_mm": [config.COARSE_SPACING_MM] * 3,
+                        "min_size_mm": config.COARSE_MIN_MM},
         "default_score_threshold": 0.3,
         "training": {
             "recipe": "training/train.sh (training/tessera_train, fixed seeds)",

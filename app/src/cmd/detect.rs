@@ -82,6 +82,11 @@ pub struct DetectArgs {
     /// Skip the card's rescoring stage: the detector's own scores, at its own threshold.
     #[arg(long)]
     pub no_rescore: bool,
+    /// Run the card's coarse pass for large lesions (masses wider than the detector's
+    /// receptive field). Not in the plan's memory prediction yet: at small patches the peak can
+    /// go over it (up to 66 MiB on the demo study).
+    #[arg(long)]
+    pub coarse_pass: bool,
     /// Keep findings whose centre is outside the lung field (chest-CT models drop them),
     /// flagged `outside_lungs` in det.json.
     #[arg(long)]
@@ -198,6 +203,7 @@ fn config(
         allocator: args.allocator,
         score_threshold: args.score_threshold,
         rescore: !args.no_rescore,
+        coarse_pass: args.coarse_pass,
         ort_lib: ort_lib.map(std::path::Path::to_path_buf),
         precision: args.precision,
         memory_model,
@@ -256,11 +262,17 @@ fn print_summary(
         ),
         None => String::new(),
     };
+    let coarse = result.stats.coarse.as_ref().map_or(String::new(), |c| {
+        format!(
+            ", a coarse pass at {:.1} mm: {} large candidate(s) in {:.2} s",
+            c.spacing_mm[0], c.candidates, c.seconds
+        )
+    });
     let predicted = result.plan.predicted_peak_bytes.map_or(String::new(), |p| {
         format!(", predicted ≤ {}", format_bytes(p))
     });
     println!(
-        "{} detection(s) at score >= {} in {:.2} s ({} windows{rescored}, peak {}{predicted} {:?}) -> {}",
+        "{} detection(s) at score >= {} in {:.2} s ({} windows{coarse}{rescored}, peak {}{predicted} {:?}) -> {}",
         report.detections.len(),
         result.score_threshold,
         result.stats.elapsed_s,
@@ -367,6 +379,20 @@ impl WindowProgress {
                     format_bytes(memory.peak_bytes)
                 ));
             }
+            Event::CoarseStarted {
+                windows,
+                spacing_mm,
+            } => self.say(format!(
+                "coarse pass for large lesions: {windows} window(s) at {:.2} mm",
+                spacing_mm[0]
+            )),
+            Event::CoarseFinished {
+                candidates,
+                elapsed_s,
+                ..
+            } => self.say(format!(
+                "coarse pass: {candidates} large candidate(s) in {elapsed_s:.2} s"
+            )),
             Event::RescoreStarted { candidates } => {
                 self.say(format!("rescoring {candidates} candidates"));
             }

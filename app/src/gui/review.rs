@@ -211,6 +211,12 @@ impl Review {
                 record.report.stats.rescored
             ));
         }
+        if let Some(coarse) = &record.report.stats.coarse {
+            ui.weak(format!(
+                "A coarse pass at {:.1} mm ({} window(s), {:.1} s) added {} large candidate(s).",
+                coarse.spacing_mm[0], coarse.windows, coarse.seconds, coarse.candidates
+            ));
+        }
         let rows = self.rows(record);
         let (step, problem) = self
             .reading

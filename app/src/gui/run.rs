@@ -63,8 +63,9 @@ pub struct RunJob {
     pub window_seconds: Vec<f64>,
     pub memory: Option<MemorySample>,
     pub peak_bytes: u64,
-    /// Candidates being rescored, once the windows are done and the stage runs.
-    pub rescoring: Option<usize>,
+    /// The work after the windows (the coarse pass, the rescoring stage), as the progress
+    /// bar says it.
+    pub stage: Option<String>,
     pub cancel_requested: bool,
 }
 
@@ -91,6 +92,8 @@ pub struct RunPanel {
     pub allow_single_pass: bool,
     /// Run the model's rescoring stage, when it has one.
     pub rescore: bool,
+    /// Run the model's coarse pass for large lesions, when it has one.
+    pub coarse_pass: bool,
     ort_lib: Option<PathBuf>,
     pub job: Option<RunJob>,
     pub runs: Vec<RunRecord>,
@@ -128,6 +131,7 @@ impl RunPanel {
             budget_refusal: None,
             allow_single_pass: defaults.tile.allow_single_pass,
             rescore: defaults.rescore,
+            coarse_pass: defaults.coarse_pass,
             ort_lib,
             job: None,
             runs: Vec::new(),
@@ -191,6 +195,7 @@ impl RunPanel {
         config.device = self.device;
         config.threads = self.threads;
         config.rescore = self.rescore;
+        config.coarse_pass = self.coarse_pass;
         config.ort_lib = self.ort_lib.clone();
         config
     }
@@ -284,7 +289,7 @@ impl RunPanel {
             window_seconds: Vec::new(),
             memory: None,
             peak_bytes: 0,
-            rescoring: None,
+            stage: None,
             cancel_requested: false,
         });
         Ok(())
@@ -307,7 +312,10 @@ impl RunPanel {
                         job.plan = Some(plan);
                         job.model_geometry.clone_from(&self.model_grid);
                     }
-                    Event::WindowStarted { window, .. } => job.current = Some(window),
+                    Event::WindowStarted { window, .. } => {
+                        job.stage = None;
+                        job.current = Some(window);
+                    }
                     Event::WindowFinished {
                         window,
                         elapsed_s,
@@ -320,8 +328,14 @@ impl RunPanel {
                         job.memory = Some(memory);
                         job.current = None;
                     }
-                    Event::RescoreStarted { candidates } => job.rescoring = Some(candidates),
-                    Event::RescoreFinished { memory, .. } => {
+                    Event::CoarseStarted { windows, .. } => {
+                        job.stage = Some(format!("coarse pass, {windows} window(s)"));
+                    }
+                    Event::RescoreStarted { candidates } => {
+                        job.stage = Some(format!("rescoring {candidates} candidates"));
+                    }
+                    Event::CoarseFinished { memory, .. }
+                    | Event::RescoreFinished { memory, .. } => {
                         job.peak_bytes = job.peak_bytes.max(memory.peak_bytes);
                         job.memory = Some(memory);
                     }
@@ -481,9 +495,22 @@ impl RunPanel {
             ui.colored_label(ui.visuals().error_fg_color, refusal);
         }
         ui.checkbox(&mut self.allow_single_pass, "Allow one window (not tiling)");
-        if let Some(Ok(model)) = &self.model
-            && let Some(stage) = &model.card.rescore
-        {
+        self.stages_ui(ui);
+    }
+
+    /// The model's optional stages (the coarse pass, the rescoring stage), when its card has them.
+    fn stages_ui(&mut self, ui: &mut Ui) {
+        let Some(Ok(model)) = &self.model else {
+            return;
+        };
+        if let Some(coarse) = &model.card.coarse_pass {
+            ui.checkbox(&mut self.coarse_pass, "Coarse pass for large lesions")
+                .on_hover_text(format!(
+                    "The model runs once more at {:.1} mm; its findings of {:.0} mm or more join the others",
+                    coarse.spacing_mm[0], coarse.min_size_mm
+                ));
+        }
+        if let Some(stage) = &model.card.rescore {
             ui.checkbox(&mut self.rescore, "Rescore candidates")
                 .on_hover_text(format!(
                     "The model's second stage scores its {} best candidates again",
@@ -551,8 +578,8 @@ fn progress_ui(ui: &mut Ui, job: &RunJob, budget: Option<u64>, device: &Device) 
     } else {
         0.0
     };
-    let text = match job.rescoring {
-        Some(n) => format!("rescoring {n} candidates, {elapsed:.0} s"),
+    let text = match &job.stage {
+        Some(stage) => format!("{stage}, {elapsed:.0} s"),
         None => format!(
             "window {} of {total}, {elapsed:.0} s, {remaining}",
             (done + 1).min(total.max(1))

@@ -100,6 +100,16 @@ impl std::fmt::Display for Precision {
     }
 }
 
+/// The same network run once more on the study resampled to a coarser grid: a lesion wider
+/// than the receptive field at the card's spacing fits in it there. Its findings of
+/// `min_size_mm` or more (mean side) join the main pass's candidates before non-maximum
+/// suppression; smaller ones are the main pass's job.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CoarsePass {
+    pub spacing_mm: [f64; 3],
+    pub min_size_mm: f64,
+}
+
 /// Another file of the same network, e.g. its fp16 export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Variant {
@@ -195,6 +205,9 @@ pub struct ModelCard {
     /// The rescoring stage, when the model has one.
     #[serde(default)]
     pub rescore: Option<RescoreSpec>,
+    /// A second pass for lesions wider than the receptive field, when the model has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coarse_pass: Option<CoarsePass>,
     /// A chest-CT model: findings whose centre is outside the lung field ([`crate::lung`])
     /// are dropped (or flagged, when the run keeps them).
     #[serde(default)]

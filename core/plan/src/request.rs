@@ -46,6 +46,10 @@ pub struct DetectConfig {
     /// dropping them.
     #[serde(default)]
     pub keep_outside_lungs: bool,
+    /// Run the card's coarse pass for large lesions, when it has one. Off by default: what it
+    /// holds is not in the plan's memory prediction yet.
+    #[serde(default)]
+    pub coarse_pass: bool,
     /// With a chest-CT model, keep the detector's box for every finding instead of measuring
     /// large ones on the image (`tessera_plan::extent`).
     #[serde(default)]
@@ -71,6 +75,7 @@ impl DetectConfig {
             allocator: CpuAllocator::default(),
             score_threshold: None,
             rescore: true,
+            coarse_pass: false,
             nms_iou: DEFAULT_NMS_IOU,
             precision: Precision::Fp32,
             ort_lib: None,
