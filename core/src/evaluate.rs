@@ -21,6 +21,15 @@ pub struct Target {
     pub diameter_mm: f64,
 }
 
+impl From<&crate::phantom::NoduleTruth> for Target {
+    fn from(n: &crate::phantom::NoduleTruth) -> Self {
+        Self {
+            center_lps_mm: n.center_lps_mm,
+            diameter_mm: n.diameter_mm,
+        }
+    }
+}
+
 impl Target {
     /// Whether a detection centred at `p` hits it.
     pub fn contains(&self, p: Vec3) -> bool {

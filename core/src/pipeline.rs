@@ -284,7 +284,7 @@ fn run(
         gpu,
         stats,
     };
-    let maps = runner.windows(&plan, input, &mut engine, observer)?;
+    let maps = runner.windows(&plan, input, &mut engine, Pass::Main(observer))?;
     let stage = card.rescore.as_ref().zip(classifier.as_mut());
     let rescore_sha256 = stage
         .as_ref()
@@ -461,8 +461,9 @@ impl Runner<'_> {
         plan: &TilePlan,
         input: &Volume,
         engine: &mut Engine,
-        observer: &mut dyn FnMut(&Event),
+        mut pass: Pass<'_>,
     ) -> Result<Maps, PipelineError> {
+        let main = matches!(pass, Pass::Main(_));
         let channels: Vec<usize> = self.model.card.heads().iter().map(|h| h.channels).collect();
         let mut stitcher = Stitcher::new(plan, &channels);
         let total = plan.windows.len();
@@ -470,19 +471,19 @@ impl Runner<'_> {
             if self.cancel.is_cancelled() {
                 return Err(PipelineError::Cancelled);
             }
-            observer(&Event::WindowStarted {
-                index: window.index,
-                total,
-                window: *window,
-            });
+            if let Pass::Main(observer) = &mut pass {
+                observer(&Event::WindowStarted {
+                    index: window.index,
+                    total,
+                    window: *window,
+                });
+            }
             memory::reset_peak();
             let window_started = Instant::now();
             let tensor = window_input(&input.voxels, window, &self.model.card.input);
-            // Measured once, on the main plan's first window.
-            let fp32_check = (window.index == 0
-                && self.config.precision != Precision::Fp32
-                && self.stats.precision_drift.is_none())
-            .then(|| tensor.clone());
+            let fp32_check =
+                (main && window.index == 0 && self.config.precision != Precision::Fp32)
+                    .then(|| tensor.clone());
             let outputs = engine.run(window.index, tensor, self.cancel)?;
             if let Some(input) = fp32_check {
                 self.stats.precision_drift = Some(precision_drift(
@@ -500,15 +501,17 @@ impl Runner<'_> {
             stats.inference_s += elapsed_s;
             stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
             stats.memory_source = sample.source;
-            stats.window_elapsed_s.push(elapsed_s);
-            stats.window_peak_bytes.push(sample.peak_bytes);
-            observer(&Event::WindowFinished {
-                index: window.index,
-                total,
-                window: *window,
-                elapsed_s,
-                memory: sample,
-            });
+            if let Pass::Main(observer) = &mut pass {
+                stats.window_elapsed_s.push(elapsed_s);
+                stats.window_peak_bytes.push(sample.peak_bytes);
+                observer(&Event::WindowFinished {
+                    index: window.index,
+                    total,
+                    window: *window,
+                    elapsed_s,
+                    memory: sample,
+                });
+            }
         }
         Ok(stitcher.finish())
     }
@@ -559,6 +562,14 @@ impl Runner<'_> {
             })
             .collect())
     }
+}
+
+/// Which plan [`Runner::windows`] runs: the main one reports each window (its events, the
+/// per-window stats, the reduced-precision check on its first); the coarse pass's windows
+/// count only towards the run's inference time and peak.
+enum Pass<'a> {
+    Main(&'a mut dyn FnMut(&Event)),
+    Coarse,
 }
 
 /// A candidate on its way to a detection.

@@ -371,10 +371,7 @@ fn measured_boxes_keep_every_nodule_the_detectors_boxes_hit() {
             .iter()
             .filter(|n| {
                 // A hit as `tessera evaluate` counts it.
-                let target = Target {
-                    center_lps_mm: n.center_lps_mm,
-                    diameter_mm: n.diameter_mm,
-                };
+                let target = Target::from(*n);
                 detections.iter().any(|d| target.contains(d.center_lps_mm))
             })
             .map(|n| n.id)
@@ -412,10 +409,7 @@ fn the_coarse_pass_finds_a_43_mm_mass_and_tiles_exactly() {
         .iter()
         .find(|n| n.diameter_mm > 40.0)
         .expect("the phantom's 43.4 mm mass");
-    let target = Target {
-        center_lps_mm: mass.center_lps_mm,
-        diameter_mm: mass.diameter_mm,
-    };
+    let target = Target::from(mass);
     let found = |r: &DetectionReport| {
         r.detections
             .iter()

@@ -42,14 +42,7 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             &std::fs::read(&truth).with_context(|| format!("reading {}", truth.display()))?,
         )
         .with_context(|| format!("{} is not a phantom truth.json", truth.display()))?;
-        let targets = truth
-            .nodules
-            .iter()
-            .map(|n| Target {
-                center_lps_mm: n.center_lps_mm,
-                diameter_mm: n.diameter_mm,
-            })
-            .collect();
+        let targets = truth.nodules.iter().map(Target::from).collect();
         scans.push(scan(&det, targets, Vec::new(), &truth.series_uid)?);
     }
     for pair in &args.lidc {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Event, PipelineError, Runner, decode};
+use super::{Event, Pass, PipelineError, Runner, decode};
 use crate::detect::{Candidate, ModelGridBox};
 use crate::grid_map::GridMap;
 use crate::infer::Engine;
@@ -56,11 +56,7 @@ impl Runner<'_> {
             windows: plan.windows.len(),
             spacing_mm: spec.spacing_mm,
         });
-        // The per-window figures stay the main plan's.
-        let recorded = self.stats.window_elapsed_s.len();
-        let maps = self.windows(&plan, coarse, engine, &mut |_| {})?;
-        self.stats.window_elapsed_s.truncate(recorded);
-        self.stats.window_peak_bytes.truncate(recorded);
+        let maps = self.windows(&plan, coarse, engine, Pass::Coarse)?;
         let (peaks, _) = decode(
             &self.model.card,
             &maps,
