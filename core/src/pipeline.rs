@@ -31,7 +31,7 @@ mod coarse;
 
 pub use crate::request::{
     BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch,
-    baseline_estimate_bytes, card_memory_model, memory_model, model_geometry, plan_for,
+    baseline_estimate_bytes, card_memory_model, held_bytes, memory_model, model_geometry, plan_for,
     resample_for, resolve_patch,
 };
 pub use coarse::CoarseStats;
@@ -134,6 +134,10 @@ pub struct RunStats {
     /// predicted peak.
     #[serde(default)]
     pub baseline_memory_bytes: u64,
+    /// What the run holds in proportion to its study (`request::held_bytes`): the predicted
+    /// peak's second term, which `tessera sweep` takes off before it calibrates.
+    #[serde(default)]
+    pub held_memory_bytes: u64,
     /// The windows' peak went over the plan's predicted bound.
     #[serde(default)]
     pub prediction_exceeded: bool,
@@ -275,7 +279,11 @@ fn run(
         Some(Err(reason)) => format!("{} ({reason})", config.device),
         None => format!("CPU ({} threads)", config.threads),
     };
-    let stats = RunStats::new(plan.windows.len(), device_name, baseline_memory_bytes);
+    let memory = [
+        baseline_memory_bytes,
+        held_bytes(input.geometry.size, model, config),
+    ];
+    let stats = RunStats::new(plan.windows.len(), device_name, memory);
     let mut runner = Runner {
         model,
         config,
@@ -293,8 +301,7 @@ fn run(
     let (decode_threshold, threshold) = thresholds(model, stage.as_ref().map(|s| s.0), config);
     let (mut peaks, peaks_dropped) = decode(card, &maps, decode_threshold, input.geometry.size);
     runner.stats.peaks_dropped = peaks_dropped;
-    // After the main windows: run first, it left the allocator holding more during them
-    // (measured: LIDC-IDRI-0001 1008 MiB against 946).
+    // After the main windows, while their maps are held (`held_bytes` counts both).
     if let Some(spec) = card.coarse_pass.as_ref().filter(|_| config.coarse_pass) {
         let large = runner.coarse(spec, volume, input, &mut engine, decode_threshold, observer)?;
         peaks.extend(large);
@@ -384,7 +391,8 @@ fn memory_probe(device: Device) -> (Option<Result<GpuProbe, String>>, u64) {
 
 impl RunStats {
     /// Before the first window: nothing measured yet.
-    fn new(windows: usize, device_name: String, baseline_memory_bytes: u64) -> Self {
+    fn new(windows: usize, device_name: String, memory_bytes: [u64; 2]) -> Self {
+        let [baseline_memory_bytes, held_memory_bytes] = memory_bytes;
         Self {
             windows,
             elapsed_s: 0.0,
@@ -401,6 +409,7 @@ impl RunStats {
             rescore_s: 0.0,
             rescore_peak_bytes: 0,
             baseline_memory_bytes,
+            held_memory_bytes,
             prediction_exceeded: false,
             lung_field: None,
             coarse: None,

@@ -114,6 +114,10 @@ pub struct StatsRecord {
     /// Process (or GPU) memory when the run started: the base of `plan.predicted_peak_bytes`.
     #[serde(default)]
     pub baseline_memory_bytes: u64,
+    /// What the run holds in proportion to its study (the stitched maps, the coarse pass's
+    /// grid): with the baseline, the base of `plan.predicted_peak_bytes`.
+    #[serde(default)]
+    pub held_memory_bytes: u64,
     /// `peak_memory_bytes` went over `plan.predicted_peak_bytes`: the calibration is wrong for
     /// this machine or study, and a budget chosen from it is not safe.
     #[serde(default)]
@@ -212,6 +216,7 @@ impl DetectionReport {
                 rescore_s: result.stats.rescore_s,
                 rescore_peak_bytes: result.stats.rescore_peak_bytes,
                 baseline_memory_bytes: result.stats.baseline_memory_bytes,
+                held_memory_bytes: result.stats.held_memory_bytes,
                 prediction_exceeded: result.stats.prediction_exceeded,
                 lung_field: result.stats.lung_field.clone(),
                 coarse: result.stats.coarse.clone(),

@@ -22,8 +22,8 @@ def detect(tessera, series: Path, model: Path, out: Path, rescore: bool = True,
            keep_outside: bool = False, coarse: bool = True):
     """`tessera detect` at the FROC threshold, cached in `out` while the model files (the
     detector's, and the rescoring stage's when it runs) and the coarse pass's settings are the
-    ones that made it. The card's coarse pass runs (`--coarse-pass`) unless `coarse=False`: the
-    card's metrics are the model's with it."""
+    ones that made it. The card's coarse pass runs (as by default) unless `coarse=False`
+    (`--no-coarse-pass`): the card's metrics are the model's with it."""
     card = json.loads((model / "model.json").read_text())
     stage = card.get("rescore") if rescore else None
     # The files and the card's settings that made the run (det.json records only the hashes).
@@ -36,7 +36,7 @@ def detect(tessera, series: Path, model: Path, out: Path, rescore: bool = True,
     cmd = [str(tessera), "detect", str(series), "--model", str(model),
            "--score-threshold", str(FROC_THRESHOLD), "--out", str(out)]
     cmd += ([] if rescore else ["--no-rescore"]) + (["--keep-outside-lungs"] if keep_outside else [])
-    cmd += ["--coarse-pass"] if coarse and card.get("coarse_pass") else []
+    cmd += [] if coarse else ["--no-coarse-pass"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     key.write_text(wanted)
     return json.loads(out.read_text())
@@ -124,7 +124,8 @@ def calibrate_memory(tessera, work: Path, model: Path) -> dict:
         **fit["model"],
         "measured_on": f"tessera sweep on the demo study (512x512x160 at 0.7/0.7/2.0 mm): "
                        f"process peak RSS above what the process held when the run started, "
-                       f"allocator {fit['allocator']}, {os.cpu_count()} CPU threads, "
+                       f"allocator {fit['allocator']} with glibc's mmap threshold pinned at 128 KiB, "
+                       f"the coarse pass on, {os.cpu_count()} CPU threads, "
                        f"{len(fit['points'])} patch sizes; an upper bound over the runs in points",
         "points": fit["points"],
     }}
@@ -176,7 +177,7 @@ def measure(args, eval_dir: Path, rescore: bool):
     stage = "with the rescoring stage" if rescore else "detector alone (--no-rescore)"
     metrics = {
         "measured_with": f"tessera detect (halo tiling, default patch, CPU), {stage}, "
-                         "with the card's coarse pass (--coarse-pass) when it has one, "
+                         "with the card's coarse pass when it has one, "
                          "then tessera evaluate",
         "default_score_threshold": f"{threshold}: the lowest on a 0.05 grid with at most "
                                    "1 false positive per validation phantom",

@@ -217,8 +217,8 @@ def main():
     if args.with_masses:
         phantoms += data.make_phantoms(args.tessera, args.work, config.TRAIN_MASSES,
                                        "train-masses")
-    # The main pass's candidates (as a default run makes them): the shipped stage was trained
-    # before the coarse pass existed.
+    # The main pass's candidates only (--no-coarse-pass): the shipped stage was trained before
+    # the coarse pass existed.
     for series, npy in phantoms:
         det = detect(args.tessera, series, args.model, cache / f"{series.name}.det.json",
                      rescore=False, coarse=False)

@@ -15,12 +15,13 @@ pub struct ChartPoint {
     pub inference_s: f64,
 }
 
-/// What the chart draws: the runs, and the memory the process held before the first (the
-/// predicted bound adds to it).
+/// What the chart draws: the runs, the memory the process held before the first and what the
+/// runs hold for the study (the predicted bound adds to both).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChartData {
     pub points: Vec<ChartPoint>,
     pub baseline_bytes: u64,
+    pub held_bytes: u64,
 }
 
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSansMono.ttf");
@@ -113,6 +114,7 @@ where
         let forecast = MemoryForecast {
             model: *m,
             baseline_bytes: data.baseline_bytes,
+            held_bytes: data.held_bytes,
         };
         let line = (0..=50).map(|i| {
             let x = max_x * f64::from(i) / 50.0;

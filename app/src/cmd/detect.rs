@@ -82,11 +82,10 @@ pub struct DetectArgs {
     /// Skip the card's rescoring stage: the detector's own scores, at its own threshold.
     #[arg(long)]
     pub no_rescore: bool,
-    /// Run the card's coarse pass for large lesions (masses wider than the detector's
-    /// receptive field). Not in the plan's memory prediction yet: at small patches the peak can
-    /// go over it (up to 66 MiB on the demo study).
+    /// Skip the card's coarse pass for large lesions (the same network on a coarser grid,
+    /// for masses wider than the detector's receptive field).
     #[arg(long)]
-    pub coarse_pass: bool,
+    pub no_coarse_pass: bool,
     /// Keep findings whose centre is outside the lung field (chest-CT models drop them),
     /// flagged `outside_lungs` in det.json.
     #[arg(long)]
@@ -203,7 +202,7 @@ fn config(
         allocator: args.allocator,
         score_threshold: args.score_threshold,
         rescore: !args.no_rescore,
-        coarse_pass: args.coarse_pass,
+        coarse_pass: !args.no_coarse_pass,
         ort_lib: ort_lib.map(std::path::Path::to_path_buf),
         precision: args.precision,
         memory_model,

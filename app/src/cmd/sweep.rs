@@ -86,22 +86,25 @@ pub struct Row {
 
 impl Row {
     /// What the memory model is fitted to: the window size and the run's own memory, above
-    /// what its process held before it (the study, the resampled copy).
+    /// what its process held before it (the study, the resampled copy) and what it holds in
+    /// proportion to the study (the stitched maps).
     fn calibration_point(&self) -> (usize, u64) {
         let stats = &self.report.stats;
         (
             self.largest_window_voxels,
             stats
                 .peak_memory_bytes
-                .saturating_sub(stats.baseline_memory_bytes),
+                .saturating_sub(stats.baseline_memory_bytes + stats.held_memory_bytes),
         )
     }
 
-    /// The bound `memory` gives this run: its own baseline plus the window's.
+    /// The bound `memory` gives this run: its own baseline and held memory plus the window's.
     pub fn predicted_bytes(&self, memory: &MemoryModel) -> u64 {
+        let stats = &self.report.stats;
         MemoryForecast {
             model: *memory,
-            baseline_bytes: self.report.stats.baseline_memory_bytes,
+            baseline_bytes: stats.baseline_memory_bytes,
+            held_bytes: stats.held_memory_bytes,
         }
         .peak_bytes(self.largest_window_voxels)
     }
@@ -289,8 +292,8 @@ fn compare_to_reference(rows: &mut [Row], args: &SweepArgs) {
     }
 }
 
-/// The runs as the chart draws them. The bound adds to each run's baseline; the runs share a
-/// study, so the reference's.
+/// The runs as the chart draws them. The bound adds to each run's baseline and held memory;
+/// the runs share a study, so the reference's.
 fn chart_data(rows: &[Row]) -> ChartData {
     ChartData {
         points: rows
@@ -304,6 +307,7 @@ fn chart_data(rows: &[Row]) -> ChartData {
         baseline_bytes: rows
             .first()
             .map_or(0, |r| r.report.stats.baseline_memory_bytes),
+        held_bytes: rows.first().map_or(0, |r| r.report.stats.held_memory_bytes),
     }
 }
 
@@ -620,7 +624,7 @@ fn markdown(
         Some(m) => {
             let _ = writeln!(
                 s,
-                "\nMemory model (an upper bound over these runs, {}): peak ≤ the run's baseline + {} + {:.1} bytes x window voxels. Calibration: `memory_model.json`.",
+                "\nMemory model (an upper bound over these runs, {}): peak ≤ the run's baseline + what it holds for the study + {} + {:.1} bytes x window voxels. Calibration: `memory_model.json`.",
                 m.describe(),
                 format_bytes(m.fixed_bytes.max(0.0) as u64),
                 m.bytes_per_voxel
@@ -628,7 +632,7 @@ fn markdown(
         }
         None => s.push_str("\nMemory model: not enough distinct window sizes to fit.\n"),
     }
-    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU); the baseline is what the process held when the run started (the study and its resampled copy). Predicted = baseline + bound; error = (predicted - measured) / measured, never negative for a calibration run.\n");
+    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU); the baseline is what the process held when the run started (the study and its resampled copy); what a run holds for the study is its stitched output maps (and the coarse pass's grid and maps), computed from the study's size. Predicted = baseline + held + bound; error = (predicted - measured) / measured, never negative for a calibration run.\n");
     s
 }
 

@@ -163,16 +163,19 @@ impl MemoryModel {
 }
 
 /// A run's predicted peak: the memory its process holds when it starts (the study, the
-/// viewer, a runtime already loaded) plus the calibrated bound for its largest window.
+/// viewer, a runtime already loaded), what the run holds in proportion to its study
+/// (`request::held_bytes`: the stitched maps, the coarse pass's grid), and the calibrated
+/// bound for its largest window.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryForecast {
     pub model: MemoryModel,
     pub baseline_bytes: u64,
+    pub held_bytes: u64,
 }
 
 impl MemoryForecast {
     pub fn peak_bytes(&self, window_voxels: usize) -> u64 {
-        self.baseline_bytes + self.model.predict_bytes(window_voxels)
+        self.baseline_bytes + self.held_bytes + self.model.predict_bytes(window_voxels)
     }
 }
 

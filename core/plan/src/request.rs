@@ -46,8 +46,8 @@ pub struct DetectConfig {
     /// dropping them.
     #[serde(default)]
     pub keep_outside_lungs: bool,
-    /// Run the card's coarse pass for large lesions, when it has one. Off by default: what it
-    /// holds is not in the plan's memory prediction yet.
+    /// Run the card's coarse pass for large lesions, when it has one. A record without the
+    /// field comes from before the pass existed, so it reads as off.
     #[serde(default)]
     pub coarse_pass: bool,
     /// With a chest-CT model, keep the detector's box for every finding instead of measuring
@@ -59,7 +59,7 @@ pub struct DetectConfig {
 impl DetectConfig {
     /// The one set of defaults, with `patch`: exact (halo) tiling with a quarter overlap for
     /// the blending modes, on the CPU with every core, the card's threshold, the rescoring
-    /// stage on, fp32, the card's memory model, findings outside the lungs dropped, large
+    /// stage and the coarse pass on, fp32, the card's memory model, findings outside the lungs dropped, large
     /// findings' boxes measured on the image.
     pub fn new(patch: [usize; 3]) -> Self {
         Self {
@@ -75,7 +75,7 @@ impl DetectConfig {
             allocator: CpuAllocator::default(),
             score_threshold: None,
             rescore: true,
-            coarse_pass: false,
+            coarse_pass: true,
             nms_iou: DEFAULT_NMS_IOU,
             precision: Precision::Fp32,
             ort_lib: None,
@@ -103,9 +103,11 @@ pub fn plan_for(
     config: &DetectConfig,
     baseline_bytes: u64,
 ) -> Result<TilePlan, PlanError> {
+    let held_bytes = held_bytes(volume_size, model, config);
     let forecast = memory_model(model, config).map(|model| MemoryForecast {
         model,
         baseline_bytes,
+        held_bytes,
     });
     TilePlan::new(
         volume_size,
@@ -139,6 +141,47 @@ pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Devic
     memory::sample().current_bytes + resampled as u64
 }
 
+/// What a run on a model grid of `size` holds beside its windows, in proportion to the study:
+/// the stitched output maps (an `f32` per cell and channel, and a weight per cell when
+/// blending) and, with the coarse pass, its grid and maps. The calibration fits the rest, so
+/// a study larger than the calibration's is predicted with its own maps. On a GPU they are
+/// host memory, outside what the forecast bounds: 0.
+///
+/// ```
+/// # use tessera_plan::request::{DetectConfig, held_bytes};
+/// # use tessera_plan::model::Model;
+/// # for dir in tessera_plan::model::shipped_model_dirs().unwrap_or_default() {
+/// let model = Model::load(&dir).unwrap();
+/// let mut config = DetectConfig::defaults_for(&model);
+/// let (small, large) = ([100, 100, 100], [200, 200, 200]);
+/// assert!(held_bytes(large, &model, &config) > 7 * held_bytes(small, &model, &config));
+/// config.coarse_pass = false;
+/// assert!(held_bytes(small, &model, &config) > 0);
+/// # }
+/// ```
+pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> u64 {
+    if config.device != Device::Cpu {
+        return 0;
+    }
+    let card = &model.card;
+    let stride = card.grid().stride.max(1);
+    let weight = usize::from(config.tile.blend != BlendMode::Halo);
+    let channels = card.heads().iter().map(|h| h.channels).sum::<usize>() + weight;
+    let maps = |size: [usize; 3]| {
+        size.iter().map(|n| n.div_ceil(stride)).product::<usize>() * channels * size_of::<f32>()
+    };
+    let mut bytes = maps(size);
+    if let Some(coarse) = card.coarse_pass.as_ref().filter(|_| config.coarse_pass) {
+        // Without a card spacing the grid is the study's own: bound it by the main grid.
+        let ratio = card.target_spacing_mm.unwrap_or(coarse.spacing_mm);
+        let coarse_size: [usize; 3] = std::array::from_fn(|a| {
+            (size[a] as f64 * ratio[a] / coarse.spacing_mm[a]).ceil() as usize
+        });
+        bytes += coarse_size.iter().product::<usize>() * size_of::<f32>() + maps(coarse_size);
+    }
+    bytes as u64
+}
+
 /// Why no patch was chosen for a memory budget.
 #[derive(Debug, thiserror::Error)]
 pub enum BudgetError {
@@ -163,11 +206,12 @@ fn patch_for_budget(
         model: model.card.name.clone(),
         device: config.device,
     })?;
+    let size = model_geometry(geometry, model).size;
     let forecast = MemoryForecast {
         model: model_memory,
         baseline_bytes: baseline_estimate_bytes(geometry, model, config.device),
+        held_bytes: held_bytes(size, model, config),
     };
-    let size = model_geometry(geometry, model).size;
     let patch = choose_patch(
         size,
         model.card.grid(),

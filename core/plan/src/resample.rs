@@ -91,31 +91,12 @@ pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Result<Option<Volume>,
     }
     // Old voxel coordinate of new voxel i along axis a: i * ratio[a].
     let ratio: [f64; 3] = std::array::from_fn(|a| spacing_mm[a] / g.spacing_mm[a]);
-    let source = volume.voxels.to_f32();
-    let (sz, sy, sx) = source.dim();
-    let mut out = Array3::<f32>::zeros((size[2], size[1], size[0]));
-    let plane = size[0] * size[1];
-    if let Some(flat) = out.as_slice_mut() {
-        flat.par_chunks_mut(plane)
-            .enumerate()
-            .for_each(|(z, slice)| {
-                let (z0, z1, wz) = bracket(z as f64 * ratio[2], sz);
-                for y in 0..size[1] {
-                    let (y0, y1, wy) = bracket(y as f64 * ratio[1], sy);
-                    for x in 0..size[0] {
-                        let (x0, x1, wx) = bracket(x as f64 * ratio[0], sx);
-                        let at = |zz, yy, xx| f64::from(source[[zz, yy, xx]]);
-                        let lerp = |a: f64, b: f64, w: f64| a + w * (b - a);
-                        let c00 = lerp(at(z0, y0, x0), at(z0, y0, x1), wx);
-                        let c01 = lerp(at(z0, y1, x0), at(z0, y1, x1), wx);
-                        let c10 = lerp(at(z1, y0, x0), at(z1, y0, x1), wx);
-                        let c11 = lerp(at(z1, y1, x0), at(z1, y1, x1), wx);
-                        slice[y * size[0] + x] =
-                            lerp(lerp(c00, c01, wy), lerp(c10, c11, wy), wz) as f32;
-                    }
-                }
-            });
-    }
+    // Read in the source's own type: an f32 copy of a 512x512x160 study would hold 160 MiB
+    // more while the copy is made.
+    let out = match &volume.voxels {
+        Voxels::I16(source) => trilinear(source, size, ratio),
+        Voxels::F32(source) => trilinear(source, size, ratio),
+    };
     Ok(Some(Volume {
         voxels: Voxels::F32(out),
         geometry: resampled_geometry(g, spacing_mm),
@@ -128,6 +109,39 @@ pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Result<Option<Volume>,
 }
 
 /// Neighbouring indices and weight for coordinate `c` on an axis of `n` voxels.
+/// `source` (`[z, y, x]`) sampled trilinearly at `i * ratio` for each new voxel `i` of `size`.
+fn trilinear<T: Copy + Into<f64> + Sync>(
+    source: &Array3<T>,
+    size: [usize; 3],
+    ratio: [f64; 3],
+) -> Array3<f32> {
+    let (sz, sy, sx) = source.dim();
+    let mut out = Array3::<f32>::zeros((size[2], size[1], size[0]));
+    let plane = size[0] * size[1];
+    if let Some(flat) = out.as_slice_mut() {
+        flat.par_chunks_mut(plane)
+            .enumerate()
+            .for_each(|(z, slice)| {
+                let (z0, z1, wz) = bracket(z as f64 * ratio[2], sz);
+                for y in 0..size[1] {
+                    let (y0, y1, wy) = bracket(y as f64 * ratio[1], sy);
+                    for x in 0..size[0] {
+                        let (x0, x1, wx) = bracket(x as f64 * ratio[0], sx);
+                        let at = |zz, yy, xx| source[[zz, yy, xx]].into();
+                        let lerp = |a: f64, b: f64, w: f64| a + w * (b - a);
+                        let c00 = lerp(at(z0, y0, x0), at(z0, y0, x1), wx);
+                        let c01 = lerp(at(z0, y1, x0), at(z0, y1, x1), wx);
+                        let c10 = lerp(at(z1, y0, x0), at(z1, y0, x1), wx);
+                        let c11 = lerp(at(z1, y1, x0), at(z1, y1, x1), wx);
+                        slice[y * size[0] + x] =
+                            lerp(lerp(c00, c01, wy), lerp(c10, c11, wy), wz) as f32;
+                    }
+                }
+            });
+    }
+    out
+}
+
 fn bracket(c: f64, n: usize) -> (usize, usize, f64) {
     let lo = (c.floor().max(0.0) as usize).min(n - 1);
     let hi = (lo + 1).min(n - 1);

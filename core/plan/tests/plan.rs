@@ -329,7 +329,46 @@ fn forecast(fixed_bytes: f64, bytes_per_voxel: f64, baseline_bytes: u64) -> Memo
             worst_error: 0.0,
         },
         baseline_bytes,
+        held_bytes: 0,
     }
+}
+
+/// What a run holds for its study is counted from the study's size: a study larger than the
+/// calibration's is predicted with its own maps (LIDC-IDRI-0003's 336x336x279 grid went 35 MiB
+/// over a bound calibrated on the demo's 287x287x255 before it was).
+#[test]
+fn the_forecast_counts_the_maps_and_coarse_grid_the_study_holds() {
+    use tessera_plan::model::{Model, shipped_model_dirs};
+    use tessera_plan::request::{DetectConfig, held_bytes, plan_for};
+    let dir = shipped_model_dirs()
+        .unwrap()
+        .into_iter()
+        .find(|d| d.ends_with("tessera-nodule"))
+        .unwrap();
+    let model = Model::load(&dir).unwrap();
+    let mut config = DetectConfig::defaults_for(&model);
+    let size = [336, 336, 279];
+    // 7 channels (heatmap, size, offset) at stride 2; the coarse grid at 2.5 mm is half as
+    // fine as the 1.25 mm one.
+    let main_maps = 168 * 168 * 140 * 7 * 4;
+    let coarse = 168 * 168 * 140 * 4 + 84 * 84 * 70 * 7 * 4;
+    assert_eq!(held_bytes(size, &model, &config), main_maps + coarse);
+    config.coarse_pass = false;
+    assert_eq!(held_bytes(size, &model, &config), main_maps);
+    config.tile.blend = BlendMode::Gaussian; // and a weight per cell
+    assert_eq!(held_bytes(size, &model, &config), 168 * 168 * 140 * 8 * 4);
+    config.device = tessera_plan::device::Device::Cuda(0);
+    assert_eq!(held_bytes(size, &model, &config), 0);
+
+    config = DetectConfig::defaults_for(&model);
+    let plan = plan_for(size, &model, &config, 1000).unwrap();
+    let memory = plan.memory.unwrap();
+    assert_eq!(memory.held_bytes, main_maps + coarse);
+    let largest = plan.windows.iter().map(|w| w.voxels()).max().unwrap();
+    assert_eq!(
+        plan.predicted_peak_bytes,
+        Some(1000 + main_maps + coarse + memory.model.predict_bytes(largest))
+    );
 }
 
 #[test]
