@@ -44,7 +44,7 @@ pub const MMAP_THRESHOLD_BYTES: usize = 128 << 10;
 /// By default glibc raises the threshold to the size of each mapped block freed (up to
 /// 32 MiB), after which a window's tensors come from the heap and stay fragmented there: on
 /// the demo study at 108x108x128, three runs of the same plan peaked 273, 301 and 320 MiB
-/// above their baseline (over the card's 284 MiB bound). With the threshold fixed they peak
+/// above their baseline (the card's bound was then 284 MiB). With the threshold fixed they peak
 /// 182.4 MiB every time, about 3 % slower; from 288x288x128 up nothing changes.
 pub fn pin_allocator() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

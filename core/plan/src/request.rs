@@ -59,8 +59,8 @@ pub struct DetectConfig {
 impl DetectConfig {
     /// The one set of defaults, with `patch`: exact (halo) tiling with a quarter overlap for
     /// the blending modes, on the CPU with every core, the card's threshold, the rescoring
-    /// stage and the coarse pass on, fp32, the card's memory model, findings outside the lungs dropped, large
-    /// findings' boxes measured on the image.
+    /// stage and the coarse pass on, fp32, the card's memory model, findings outside the lungs
+    /// dropped, large findings' boxes measured on the image.
     pub fn new(patch: [usize; 3]) -> Self {
         Self {
             tile: TileSpec {
