@@ -295,6 +295,7 @@ fn compare_to_reference(rows: &mut [Row], args: &SweepArgs) {
 /// The runs as the chart draws them. The bound adds to each run's baseline and held memory;
 /// the runs share a study, so the reference's.
 fn chart_data(rows: &[Row]) -> ChartData {
+    let reference = rows.first().map(|r| &r.report.stats);
     ChartData {
         points: rows
             .iter()
@@ -304,10 +305,8 @@ fn chart_data(rows: &[Row]) -> ChartData {
                 inference_s: r.report.stats.inference_s,
             })
             .collect(),
-        baseline_bytes: rows
-            .first()
-            .map_or(0, |r| r.report.stats.baseline_memory_bytes),
-        held_bytes: rows.first().map_or(0, |r| r.report.stats.held_memory_bytes),
+        baseline_bytes: reference.map_or(0, |s| s.baseline_memory_bytes),
+        held_bytes: reference.map_or(0, |s| s.held_memory_bytes),
     }
 }
 

@@ -37,7 +37,7 @@ pub fn reset_peak() -> bool {
 }
 
 /// Large blocks (this size or more) come straight from the kernel and go back to it when freed.
-pub const MMAP_THRESHOLD_BYTES: usize = 128 << 10;
+pub const MMAP_THRESHOLD_BYTES: i32 = 128 << 10;
 
 /// Fixes glibc's mmap threshold at [`MMAP_THRESHOLD_BYTES`]; returns whether it could.
 ///
@@ -49,10 +49,9 @@ pub const MMAP_THRESHOLD_BYTES: usize = 128 << 10;
 pub fn pin_allocator() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        let bytes = libc::c_int::try_from(MMAP_THRESHOLD_BYTES).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only sets an allocator parameter; it takes no pointers.
         #[allow(unsafe_code)]
-        let done = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, bytes) };
+        let done = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) };
         done == 1
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]

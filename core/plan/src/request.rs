@@ -172,6 +172,7 @@ pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> u64
     };
     let mut bytes = maps(size);
     if let Some(coarse) = card.coarse_pass.as_ref().filter(|_| config.coarse_pass) {
+        // Never under `resample::resampled_size` of the study (which this has not got).
         // Without a card spacing the grid is the study's own: bound it by the main grid.
         let ratio = card.target_spacing_mm.unwrap_or(coarse.spacing_mm);
         let coarse_size: [usize; 3] = std::array::from_fn(|a| {

@@ -108,7 +108,6 @@ pub fn resample(volume: &Volume, spacing_mm: [f64; 3]) -> Result<Option<Volume>,
     }))
 }
 
-/// Neighbouring indices and weight for coordinate `c` on an axis of `n` voxels.
 /// `source` (`[z, y, x]`) sampled trilinearly at `i * ratio` for each new voxel `i` of `size`.
 fn trilinear<T: Copy + Into<f64> + Sync>(
     source: &Array3<T>,
@@ -142,6 +141,7 @@ fn trilinear<T: Copy + Into<f64> + Sync>(
     out
 }
 
+/// Neighbouring indices and weight for coordinate `c` on an axis of `n` voxels.
 fn bracket(c: f64, n: usize) -> (usize, usize, f64) {
     let lo = (c.floor().max(0.0) as usize).min(n - 1);
     let hi = (lo + 1).min(n - 1);
