@@ -359,10 +359,15 @@ fn detect_runs_the_cards_coarse_pass_unless_told_not_to() {
     assert_eq!(coarse["size"], serde_json::json!([128, 112, 79]));
     assert_eq!(coarse["windows"], 2);
     // What the run holds for the study, in its predicted peak: the main maps (7 channels at
-    // stride 2), the coarse grid and its maps.
-    let main_maps = 128 * 112 * 79 * 7 * 4;
+    // stride 2) from the first window on; the coarse grid and its maps while the pass runs.
+    assert_eq!(det["stats"]["held_memory_bytes"], 128 * 112 * 79 * 7 * 4);
     let coarse_bytes = 128 * 112 * 79 * 4 + 64 * 56 * 40 * 7 * 4;
-    assert_eq!(det["stats"]["held_memory_bytes"], main_maps + coarse_bytes);
+    assert_eq!(coarse["held_memory_bytes"], coarse_bytes);
+    // Two windows of the patch's 64 slices across its 80 (padded) ones.
+    assert_eq!(coarse["largest_window_voxels"], 128 * 112 * 64);
+    let stats = &det["stats"];
+    assert!(stats["windows_peak_memory_bytes"].as_u64() <= stats["peak_memory_bytes"].as_u64());
+    assert!(stats["windows_peak_memory_bytes"].as_u64() > stats["baseline_memory_bytes"].as_u64());
     let (stdout, stderr, det) = detect("main.json", &["--no-coarse-pass"]);
     assert!(
         !stdout.contains("coarse") && !stderr.contains("coarse"),
@@ -614,7 +619,9 @@ fn sweep_writes_the_report_csv_chart_and_memory_model() {
         assert!(over <= 0.10, "over-predicted by {over:.3}: {line}");
     }
     assert!(
-        report.contains("an upper bound over these runs, calibrated on 3 runs, worst error +"),
+        report.contains(
+            "an upper bound over every pass of these runs, calibrated on 3 runs, worst error +"
+        ),
         "{report}"
     );
     let png = std::fs::read(out.join("memory.png")).unwrap();
@@ -646,6 +653,74 @@ fn sweep_writes_the_report_csv_chart_and_memory_model() {
         stderr_of(&refused)
     );
     assert!(!dir.path().join("never.json").exists());
+}
+
+/// The sweep calibrates each pass on what it holds: the main windows above the maps, the
+/// coarse pass (which runs after them) above the maps and its own grid and maps, the steps
+/// after the passes above the maps and the lung field.
+#[test]
+fn sweep_calibrates_each_pass_and_the_steps_after_them_on_what_they_hold() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = small_phantom(dir.path(), "128x112x40");
+    let out = dir.path().join("sweep");
+    let output = tessera()
+        .arg("sweep")
+        .arg(&study)
+        .args(["--patches", "256x224x64", "--threads", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let read = |path: PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let calibration = read(out.join("memory_model.json"));
+    assert_eq!(calibration["model"]["calibration_runs"], 2);
+    let points = calibration["points"].as_array().unwrap();
+    // A pair per run, the main windows' point first.
+    assert_eq!(points.len(), 4);
+    let mut stages = Vec::new();
+    for (run, pair) in ["reference.json", "256_224_64.json"]
+        .iter()
+        .zip(points.chunks(2))
+    {
+        let det = read(out.join("runs").join(run));
+        let stats = &det["stats"];
+        let number = |v: &serde_json::Value| v.as_u64().unwrap();
+        let base = number(&stats["baseline_memory_bytes"]) + number(&stats["held_memory_bytes"]);
+        let coarse = &stats["coarse"];
+        let main_peak = number(&stats["windows_peak_memory_bytes"]);
+        let coarse_peak = number(&coarse["peak_memory_bytes"]);
+        assert_eq!(
+            number(&stats["peak_memory_bytes"]),
+            main_peak.max(coarse_peak)
+        );
+        assert_eq!(pair[0][1], main_peak.saturating_sub(base), "{run}");
+        let coarse_held = number(&coarse["held_memory_bytes"]);
+        assert_eq!(
+            pair[1],
+            serde_json::json!([
+                coarse["largest_window_voxels"],
+                coarse_peak.saturating_sub(base + coarse_held)
+            ]),
+            "{run}"
+        );
+        // The steps after the passes, above what they hold (the maps, the lung field).
+        let stages_held = number(&stats["stages_held_memory_bytes"]);
+        assert_eq!(stages_held, 255 * 223 * 157, "a byte per voxel of the grid");
+        stages.push(number(&stats["stages_peak_memory_bytes"]).saturating_sub(base + stages_held));
+    }
+    // The most, plus the spread between runs or 1 % of it.
+    let (least, most) = (*stages.iter().min().unwrap(), *stages.iter().max().unwrap());
+    let allowance = (most - least).max(most / 100);
+    assert_eq!(
+        calibration["model"]["stages_bytes"],
+        (most + allowance) as f64
+    );
+    assert!(least > 0);
 }
 
 #[test]

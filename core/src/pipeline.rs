@@ -110,6 +110,8 @@ pub struct RunStats {
     pub windows: usize,
     pub elapsed_s: f64,
     pub inference_s: f64,
+    /// The run's peak on its device, over every step from the first window to the findings
+    /// (the plan's prediction bounds it).
     pub peak_memory_bytes: u64,
     pub memory_source: MemorySource,
     pub window_elapsed_s: Vec<f64>,
@@ -134,11 +136,18 @@ pub struct RunStats {
     /// predicted peak.
     #[serde(default)]
     pub baseline_memory_bytes: u64,
-    /// What the run holds in proportion to its study (`request::held_bytes`): the predicted
-    /// peak's second term, which `tessera sweep` takes off before it calibrates.
+    /// The main pass's stitched maps (`request::held_bytes`), held from its first window on:
+    /// the predicted peak's second term, which `tessera sweep` takes off before it calibrates.
     #[serde(default)]
     pub held_memory_bytes: u64,
-    /// The windows' peak went over the plan's predicted bound.
+    /// The peak of the steps after the passes (decoding, the lung field, the rescoring stage,
+    /// the boxes), and what they hold beside the main maps (the lung field's mask): what
+    /// `tessera sweep` calibrates their memory on.
+    #[serde(default)]
+    pub stages_peak_memory_bytes: u64,
+    #[serde(default)]
+    pub stages_held_memory_bytes: u64,
+    /// The run's peak went over the plan's predicted bound.
     #[serde(default)]
     pub prediction_exceeded: bool,
     /// The lung field, when the model asks for one.
@@ -279,9 +288,11 @@ fn run(
         Some(Err(reason)) => format!("{} ({reason})", config.device),
         None => format!("CPU ({} threads)", config.threads),
     };
+    let held = held_bytes(input.geometry.size, model, config);
     let memory = [
         baseline_memory_bytes,
-        held_bytes(input.geometry.size, model, config),
+        held.maps_bytes,
+        held.lung_field_bytes,
     ];
     let stats = RunStats::new(plan.windows.len(), device_name, memory);
     let mut runner = Runner {
@@ -292,7 +303,7 @@ fn run(
         gpu,
         stats,
     };
-    let maps = runner.windows(&plan, input, &mut engine, Pass::Main(observer))?;
+    let (maps, _) = runner.windows(&plan, input, &mut engine, Pass::Main(observer))?;
     let stage = card.rescore.as_ref().zip(classifier.as_mut());
     let rescore_sha256 = stage
         .as_ref()
@@ -301,7 +312,7 @@ fn run(
     let (decode_threshold, threshold) = thresholds(model, stage.as_ref().map(|s| s.0), config);
     let (mut peaks, peaks_dropped) = decode(card, &maps, decode_threshold, input.geometry.size);
     runner.stats.peaks_dropped = peaks_dropped;
-    // After the main windows, while their maps are held (`held_bytes` counts both).
+    // After the main windows, while their maps are held (`MemoryForecast` counts both).
     if let Some(spec) = card.coarse_pass.as_ref().filter(|_| config.coarse_pass) {
         let large = runner.coarse(spec, volume, input, &mut engine, decode_threshold, observer)?;
         peaks.extend(large);
@@ -330,13 +341,8 @@ fn run(
             .filter(|d| d.detector_size_mm.is_some())
             .count();
     }
-    let mut stats = runner.stats;
     let (lung_field, lung_stats) = lungs.unzip();
-    stats.lung_field = lung_stats;
-    stats.elapsed_s = started.elapsed().as_secs_f64();
-    stats.prediction_exceeded = plan
-        .predicted_peak_bytes
-        .is_some_and(|p| stats.peak_memory_bytes > p);
+    let stats = runner.finish(&plan, lung_stats, started);
     Ok(DetectionResult {
         detections,
         plan,
@@ -391,8 +397,12 @@ fn memory_probe(device: Device) -> (Option<Result<GpuProbe, String>>, u64) {
 
 impl RunStats {
     /// Before the first window: nothing measured yet.
-    fn new(windows: usize, device_name: String, memory_bytes: [u64; 2]) -> Self {
-        let [baseline_memory_bytes, held_memory_bytes] = memory_bytes;
+    fn new(windows: usize, device_name: String, memory_bytes: [u64; 3]) -> Self {
+        let [
+            baseline_memory_bytes,
+            held_memory_bytes,
+            stages_held_memory_bytes,
+        ] = memory_bytes;
         Self {
             windows,
             elapsed_s: 0.0,
@@ -410,6 +420,8 @@ impl RunStats {
             rescore_peak_bytes: 0,
             baseline_memory_bytes,
             held_memory_bytes,
+            stages_peak_memory_bytes: 0,
+            stages_held_memory_bytes,
             prediction_exceeded: false,
             lung_field: None,
             coarse: None,
@@ -464,17 +476,55 @@ impl Runner<'_> {
         }
     }
 
-    /// Runs every window of `plan` on `input` and stitches their outputs.
+    /// The run's stats once its findings are made: the last steps' memory, the lung field,
+    /// the time since `started`, and whether the peak went over `plan`'s prediction.
+    fn finish(
+        mut self,
+        plan: &TilePlan,
+        lung_field: Option<LungFieldStats>,
+        started: Instant,
+    ) -> RunStats {
+        self.note_stages_peak();
+        let mut stats = self.stats;
+        stats.lung_field = lung_field;
+        stats.elapsed_s = started.elapsed().as_secs_f64();
+        stats.prediction_exceeded = plan
+            .predicted_peak_bytes
+            .is_some_and(|p| stats.peak_memory_bytes > p);
+        stats
+    }
+
+    /// Takes the device's peak since the last reset into the run's peak, and starts the next
+    /// step's: what the steps between the windows (decoding, resampling, the lung field, the
+    /// stage, the boxes) use is measured step by step.
+    fn note_peak(&mut self) -> MemorySample {
+        let sample = self.sample_memory();
+        self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(sample.peak_bytes);
+        memory::reset_peak();
+        sample
+    }
+
+    /// [`Self::note_peak`] for the steps after the passes.
+    fn note_stages_peak(&mut self) -> MemorySample {
+        let sample = self.note_peak();
+        let stats = &mut self.stats;
+        stats.stages_peak_memory_bytes = stats.stages_peak_memory_bytes.max(sample.peak_bytes);
+        sample
+    }
+
+    /// Runs every window of `plan` on `input` and stitches their outputs; with the pass's
+    /// memory peak.
     fn windows(
         &mut self,
         plan: &TilePlan,
         input: &Volume,
         engine: &mut Engine,
         mut pass: Pass<'_>,
-    ) -> Result<Maps, PipelineError> {
+    ) -> Result<(Maps, u64), PipelineError> {
         let main = matches!(pass, Pass::Main(_));
         let channels: Vec<usize> = self.model.card.heads().iter().map(|h| h.channels).collect();
         let mut stitcher = Stitcher::new(plan, &channels);
+        let mut pass_peak_bytes = 0;
         let total = plan.windows.len();
         for window in &plan.windows {
             if self.cancel.is_cancelled() {
@@ -509,6 +559,7 @@ impl Runner<'_> {
             let stats = &mut self.stats;
             stats.inference_s += elapsed_s;
             stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
+            pass_peak_bytes = pass_peak_bytes.max(sample.peak_bytes);
             stats.memory_source = sample.source;
             if let Pass::Main(observer) = &mut pass {
                 stats.window_elapsed_s.push(elapsed_s);
@@ -522,7 +573,9 @@ impl Runner<'_> {
                 });
             }
         }
-        Ok(stitcher.finish())
+        // The last window's peak is in; what follows is measured from here.
+        memory::reset_peak();
+        Ok((stitcher.finish(), pass_peak_bytes))
     }
 
     /// The stage's scores for the best of `boxes`, best first (the rest are dropped).
@@ -541,7 +594,7 @@ impl Runner<'_> {
             .collect();
         let candidates = best.len();
         observer(&Event::RescoreStarted { candidates });
-        memory::reset_peak();
+        self.note_stages_peak();
         let stage_started = Instant::now();
         let card = &self.model.card;
         let rescored = rescore(
@@ -553,7 +606,7 @@ impl Runner<'_> {
             self.cancel,
         )?;
         let elapsed_s = stage_started.elapsed().as_secs_f64();
-        let sample = self.sample_memory();
+        let sample = self.note_stages_peak();
         self.stats.rescored = candidates;
         self.stats.rescore_s = elapsed_s;
         self.stats.rescore_peak_bytes = sample.peak_bytes;

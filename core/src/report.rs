@@ -95,7 +95,12 @@ pub struct StatsRecord {
     pub windows: usize,
     pub elapsed_s: f64,
     pub inference_s: f64,
+    /// The run's peak on its device, from the first window to the findings.
     pub peak_memory_bytes: u64,
+    /// The main windows' own peak (the coarse pass's is in `coarse`), which `tessera sweep`
+    /// calibrates on.
+    #[serde(default)]
+    pub windows_peak_memory_bytes: u64,
     pub memory_source: MemorySource,
     pub device_name: String,
     pub host_peak_memory_bytes: u64,
@@ -114,10 +119,16 @@ pub struct StatsRecord {
     /// Process (or GPU) memory when the run started: the base of `plan.predicted_peak_bytes`.
     #[serde(default)]
     pub baseline_memory_bytes: u64,
-    /// What the run holds in proportion to its study (the stitched maps, the coarse pass's
-    /// grid): with the baseline, the base of `plan.predicted_peak_bytes`.
+    /// The main pass's stitched maps, held from its first window on: with the baseline, the
+    /// base of `plan.predicted_peak_bytes` (the coarse pass's grid and maps are in `coarse`).
     #[serde(default)]
     pub held_memory_bytes: u64,
+    /// The steps after the passes: their peak, and what they hold beside the main maps (the
+    /// lung field's mask).
+    #[serde(default)]
+    pub stages_peak_memory_bytes: u64,
+    #[serde(default)]
+    pub stages_held_memory_bytes: u64,
     /// `peak_memory_bytes` went over `plan.predicted_peak_bytes`: the calibration is wrong for
     /// this machine or study, and a budget chosen from it is not safe.
     #[serde(default)]
@@ -207,6 +218,9 @@ impl DetectionReport {
                 elapsed_s: result.stats.elapsed_s,
                 inference_s: result.stats.inference_s,
                 peak_memory_bytes: result.stats.peak_memory_bytes,
+                windows_peak_memory_bytes: (result.stats.window_peak_bytes.iter().max())
+                    .copied()
+                    .unwrap_or(0),
                 memory_source: result.stats.memory_source,
                 peaks_dropped: result.stats.peaks_dropped,
                 precision_drift: result.stats.precision_drift,
@@ -217,6 +231,8 @@ impl DetectionReport {
                 rescore_peak_bytes: result.stats.rescore_peak_bytes,
                 baseline_memory_bytes: result.stats.baseline_memory_bytes,
                 held_memory_bytes: result.stats.held_memory_bytes,
+                stages_peak_memory_bytes: result.stats.stages_peak_memory_bytes,
+                stages_held_memory_bytes: result.stats.stages_held_memory_bytes,
                 prediction_exceeded: result.stats.prediction_exceeded,
                 lung_field: result.stats.lung_field.clone(),
                 coarse: result.stats.coarse.clone(),

@@ -113,8 +113,8 @@ def operating_threshold(pairs, fp_per_scan: float = 1.0) -> float:
 
 def calibrate_memory(tessera, work: Path, model: Path) -> dict:
     """`tessera sweep` on the demo study (each patch in its own process): the upper bound
-    `peak - baseline <= fixed + per_voxel * window voxels` on this CPU, with the runs it was
-    fitted on, for plans and `--memory-budget`."""
+    `peak - baseline - held <= fixed + per_voxel * window voxels` of each pass on this CPU,
+    with the points it was fitted on, for plans and `--memory-budget`."""
     out = work / "sweep"
     if not (out / "memory_model.json").is_file():
         subprocess.run([str(tessera), "sweep", "--model", str(model), "--out", str(out)],
@@ -123,10 +123,16 @@ def calibrate_memory(tessera, work: Path, model: Path) -> dict:
     return {"cpu": {
         **fit["model"],
         "measured_on": f"tessera sweep on the demo study (512x512x160 at 0.7/0.7/2.0 mm): "
-                       f"process peak RSS above what the process held when the run started, "
-                       f"allocator {fit['allocator']} with glibc's mmap threshold pinned at 128 KiB, "
-                       f"the coarse pass on, {os.cpu_count()} CPU threads, "
-                       f"{len(fit['points'])} patch sizes; an upper bound over the runs in points",
+                       f"each pass's process peak RSS (the main windows; the coarse pass after "
+                       f"them) above what the process held when the run started and what the "
+                       f"pass holds for the study (the main maps; the coarse grid and maps on "
+                       f"top), allocator {fit['allocator']} with glibc's mmap threshold pinned "
+                       f"at 128 KiB, {os.cpu_count()} CPU threads, "
+                       f"{fit['model']['calibration_runs']} patch sizes; an upper bound over "
+                       f"the points; stages_bytes: the most the steps after the passes "
+                       f"(decoding, the lung field, the rescoring stage, the boxes) needed above "
+                       f"the baseline, the main maps and the lung field, plus the spread "
+                       f"between runs or 1 % of it, whichever is more",
         "points": fit["points"],
     }}
 

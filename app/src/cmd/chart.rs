@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use plotters::prelude::*;
-use tessera_core::plan::{MemoryForecast, MemoryModel};
+use tessera_core::plan::{HeldMemory, MemoryForecast, MemoryModel};
 
 /// One run on the chart.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -21,7 +21,7 @@ pub struct ChartPoint {
 pub struct ChartData {
     pub points: Vec<ChartPoint>,
     pub baseline_bytes: u64,
-    pub held_bytes: u64,
+    pub held: HeldMemory,
 }
 
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSansMono.ttf");
@@ -114,7 +114,7 @@ where
         let forecast = MemoryForecast {
             model: *m,
             baseline_bytes: data.baseline_bytes,
-            held_bytes: data.held_bytes,
+            held: data.held,
         };
         let line = (0..=50).map(|i| {
             let x = max_x * f64::from(i) / 50.0;

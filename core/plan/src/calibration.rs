@@ -15,7 +15,8 @@ pub struct MemoryModelFile {
     pub device: String,
     pub allocator: String,
     pub model: MemoryModel,
-    /// `(largest window voxels, peak bytes above the run's baseline)` per run.
+    /// `(largest window voxels, peak bytes above what the process and the pass held)` per
+    /// pass of each run (the main windows; the coarse pass when it ran).
     pub points: Vec<(usize, u64)>,
 }
 
@@ -68,6 +69,7 @@ mod tests {
                 bytes_per_voxel: 2.5,
                 calibration_runs: 1,
                 worst_error: 0.0,
+                stages_bytes: 0.0,
             },
             points: vec![(10, 1025)],
         };

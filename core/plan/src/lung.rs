@@ -14,6 +14,8 @@
 //!    the radius are filled (a nodule against the pleura is a notch in the air, not a hole)
 //!    and a margin is kept.
 
+use std::collections::VecDeque;
+
 use rayon::prelude::*;
 
 use tessera_dicom::volume::Voxels;
@@ -167,12 +169,12 @@ pub fn segment(voxels: &Voxels, spacing_mm: [f64; 3]) -> LungField {
     }
     // The air around the patient, through the rings: not lung.
     let volume_steps = grid.steps3();
-    flood(
+    fill_region(
         &mut mask,
         &volume_steps,
         vec![grid.at(0, 0, 1)],
-        AIR,
-        OUTSIDE,
+        [AIR, OUTSIDE],
+        None,
     );
     keep_large_regions(&mut mask, &volume_steps);
     let midline_x = lung_centre_x(&mask, &grid);
@@ -235,42 +237,63 @@ impl Padded {
 /// off the array is skipped (a step across a ring lands on the ring: the same region).
 fn flood(mask: &mut [u8], steps: &[isize; 6], seeds: Vec<usize>, from: u8, to: u8) -> Vec<u32> {
     let mut region = Vec::new();
-    let mut stack = Vec::new();
+    fill_region(mask, steps, seeds, [from, to], Some(&mut region));
+    region
+}
+
+/// [`flood`], keeping the region's voxels only when asked (the air around a patient is most of
+/// a volume: 4 bytes a voxel that nothing reads); returns its size.
+fn fill_region(
+    mask: &mut [u8],
+    steps: &[isize; 6],
+    seeds: Vec<usize>,
+    [from, to]: [u8; 2],
+    mut region: Option<&mut Vec<u32>>,
+) -> usize {
+    let mut voxels = 0;
+    // Breadth first: the queue holds a front, where a depth-first stack grows with the region
+    // (tens of MiB for the air around a patient).
+    let mut queue = VecDeque::new();
     // Marked when pushed, so that each voxel is pushed once.
     for seed in seeds {
         if mask[seed] == from {
             mask[seed] = to;
-            stack.push(seed);
+            queue.push_back(seed);
         }
     }
     let steps: Vec<isize> = steps.iter().copied().filter(|s| *s != 0).collect();
-    while let Some(i) = stack.pop() {
-        region.push(i as u32);
+    while let Some(i) = queue.pop_front() {
+        voxels += 1;
+        if let Some(region) = region.as_mut() {
+            region.push(i as u32);
+        }
         for step in &steps {
             if let Some(n) = i.checked_add_signed(*step)
                 && let Some(v) = mask.get_mut(n)
                 && *v == from
             {
                 *v = to;
-                stack.push(n);
+                queue.push_back(n);
             }
         }
     }
-    region
+    voxels
 }
 
-/// Air regions inside the patient: the large ones become lung, the rest tissue.
+/// Air regions inside the patient: the large ones become lung, the rest tissue. Each region is
+/// kept as its seed and size, not its voxels: a small one is flooded again from its seed.
 fn keep_large_regions(mask: &mut [u8], steps: &[isize; 6]) {
     let mut regions = Vec::new();
     for i in 0..mask.len() {
         if mask[i] == AIR {
-            regions.push(flood(mask, steps, vec![i], AIR, LUNG));
+            regions.push((i, fill_region(mask, steps, vec![i], [AIR, LUNG], None)));
         }
     }
-    let largest = regions.iter().map(Vec::len).max().unwrap_or(0);
-    for region in regions {
-        if (region.len() as f64) < MIN_LUNG_SHARE * largest as f64 {
-            region.iter().for_each(|i| mask[*i as usize] = TISSUE);
+    let largest = regions.iter().map(|r| r.1).max().unwrap_or(0);
+    for (seed, voxels) in regions {
+        if (voxels as f64) < MIN_LUNG_SHARE * largest as f64 {
+            // Air regions never touch (they would be one), so this is the same region.
+            fill_region(mask, steps, vec![seed], [LUNG, TISSUE], None);
         }
     }
     mask.iter_mut()
@@ -320,7 +343,7 @@ fn finish_slice(
         }
     }
     // Holes: tissue not connected to the ring is inside the lung.
-    flood(slice, steps, vec![0], TISSUE, OUTSIDE);
+    fill_region(slice, steps, vec![0], [TISSUE, OUTSIDE], None);
     let mut bounds: Option<[usize; 4]> = None; // x0, y0, x1, y1 of the lung
     for (i, v) in slice.iter_mut().enumerate() {
         *v = if *v == OUTSIDE { TISSUE } else { LUNG };

@@ -65,8 +65,9 @@ pub struct MemoryCoefficients {
     /// How it was measured (study, device, precision, allocator settings).
     #[serde(default)]
     pub measured_on: String,
-    /// `(largest window voxels, peak bytes above the run's baseline)` of each calibration run,
-    /// so that the bound can be checked against what it was fitted on.
+    /// `(largest window voxels, peak bytes above what the process and the pass held)` of each
+    /// pass of each calibration run (`calibration::MemoryModelFile::points`), so that the
+    /// bound can be checked against what it was fitted on.
     #[serde(default)]
     pub points: Vec<(usize, u64)>,
 }

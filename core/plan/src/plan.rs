@@ -89,9 +89,15 @@ pub struct MemoryModel {
     /// Runs it was calibrated on (0: not recorded).
     #[serde(default)]
     pub calibration_runs: usize,
-    /// Its largest over-prediction on those runs, as a fraction of the measured peak.
+    /// Its largest over-prediction on the points it was fitted to, as a fraction of the
+    /// point's measured peak.
     #[serde(default)]
     pub worst_error: f64,
+    /// What the steps after the passes (decoding, the lung field, the rescoring stage) need
+    /// beside what they hold (the main maps, the lung field): the most any calibration run
+    /// needed. Independent of the window, so a small patch is bounded by it.
+    #[serde(default)]
+    pub stages_bytes: f64,
 }
 
 impl MemoryModel {
@@ -143,6 +149,7 @@ impl MemoryModel {
                     bytes_per_voxel: slope,
                     calibration_runs: points.len(),
                     worst_error: over.iter().copied().fold(0.0, f64::max),
+                    stages_bytes: 0.0,
                 };
                 best = Some((cost, model));
             }
@@ -162,20 +169,47 @@ impl MemoryModel {
     }
 }
 
+/// What a run holds beside its windows, in proportion to its study (`request::held_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct HeldMemory {
+    /// The main pass's stitched maps: held from its first window to the end of the run.
+    pub maps_bytes: u64,
+    /// The lung field's mask, from the steps after the passes on.
+    pub lung_field_bytes: u64,
+    /// The coarse pass, when it runs: it starts after the main windows, so what it holds
+    /// never meets their peak.
+    pub coarse: Option<CoarseMemory>,
+}
+
+/// What the coarse pass holds while it runs, and the largest window it can run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoarseMemory {
+    /// Its grid and its stitched maps.
+    pub held_bytes: u64,
+    /// A bound on its largest window (its padded grid, or the window it ran); the run's
+    /// patch bounds it too.
+    pub window_voxels: usize,
+}
+
 /// A run's predicted peak: the memory its process holds when it starts (the study, the
-/// viewer, a runtime already loaded), what the run holds in proportion to its study
-/// (`request::held_bytes`: the stitched maps, the coarse pass's grid), and the calibrated
-/// bound for its largest window.
+/// viewer, a runtime already loaded), the main pass's maps, and the largest of its phases:
+/// the calibrated bound for the largest main window; the coarse pass's grid and maps with the
+/// bound for its largest window; the steps after the passes, with the lung field.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryForecast {
     pub model: MemoryModel,
     pub baseline_bytes: u64,
-    pub held_bytes: u64,
+    pub held: HeldMemory,
 }
 
 impl MemoryForecast {
     pub fn peak_bytes(&self, window_voxels: usize) -> u64 {
-        self.baseline_bytes + self.held_bytes + self.model.predict_bytes(window_voxels)
+        let main = self.model.predict_bytes(window_voxels);
+        let coarse = self.held.coarse.map_or(0, |c| {
+            c.held_bytes + self.model.predict_bytes(window_voxels.min(c.window_voxels))
+        });
+        let stages = self.held.lung_field_bytes + self.model.stages_bytes.max(0.0).ceil() as u64;
+        self.baseline_bytes + self.held.maps_bytes + main.max(coarse).max(stages)
     }
 }
 

@@ -11,7 +11,8 @@ use crate::device::{CpuAllocator, Device};
 use crate::memory;
 use crate::model::{Model, Precision};
 use crate::plan::{
-    BlendMode, MemoryForecast, MemoryModel, PlanError, TilePlan, TileSpec, choose_patch,
+    BlendMode, CoarseMemory, HeldMemory, MemoryForecast, MemoryModel, PlanError, TilePlan,
+    TileSpec, choose_patch,
 };
 use crate::resample::{
     ResampleError, resample, resample_needed, resampled_geometry, resampled_size,
@@ -95,6 +96,7 @@ impl DetectConfig {
 fn enabled() -> bool {
     true
 }
+
 /// The plan this run would use, without running anything. `baseline_bytes` is the memory the
 /// process holds when the run starts ([`baseline_estimate_bytes`] before it does).
 pub fn plan_for(
@@ -103,11 +105,10 @@ pub fn plan_for(
     config: &DetectConfig,
     baseline_bytes: u64,
 ) -> Result<TilePlan, PlanError> {
-    let held_bytes = held_bytes(volume_size, model, config);
-    let forecast = memory_model(model, config).map(|model| MemoryForecast {
-        model,
+    let forecast = memory_model(model, config).map(|fitted| MemoryForecast {
+        model: fitted,
         baseline_bytes,
-        held_bytes,
+        held: held_bytes(volume_size, model, config),
     });
     TilePlan::new(
         volume_size,
@@ -142,10 +143,11 @@ pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Devic
 }
 
 /// What a run on a model grid of `size` holds beside its windows, in proportion to the study:
-/// the stitched output maps (an `f32` per cell and channel, and a weight per cell when
-/// blending) and, with the coarse pass, its grid and maps. The calibration fits the rest, so
-/// a study larger than the calibration's is predicted with its own maps. On a GPU they are
-/// host memory, outside what the forecast bounds: 0.
+/// the main pass's stitched output maps (an `f32` per cell and channel, and a weight per cell
+/// when blending), the lung field's mask when the card has one, and, with the coarse pass,
+/// its grid and maps and a bound on its windows. The
+/// calibration fits the rest, so a study larger than the calibration's is predicted with its
+/// own maps. On a GPU they are host memory, outside what the forecast bounds: nothing.
 ///
 /// ```
 /// # use tessera_plan::request::{DetectConfig, held_bytes};
@@ -154,14 +156,15 @@ pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Devic
 /// let model = Model::load(&dir).unwrap();
 /// let mut config = DetectConfig::defaults_for(&model);
 /// let (small, large) = ([100, 100, 100], [200, 200, 200]);
-/// assert!(held_bytes(large, &model, &config) > 7 * held_bytes(small, &model, &config));
+/// let maps = |size| held_bytes(size, &model, &config).maps_bytes;
+/// assert!(maps(large) > 7 * maps(small));
 /// config.coarse_pass = false;
-/// assert!(held_bytes(small, &model, &config) > 0);
+/// assert!(held_bytes(small, &model, &config).coarse.is_none());
 /// # }
 /// ```
-pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> u64 {
+pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> HeldMemory {
     if config.device != Device::Cpu {
-        return 0;
+        return HeldMemory::default();
     }
     let card = &model.card;
     let stride = card.grid().stride.max(1);
@@ -170,17 +173,37 @@ pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> u64
     let maps = |size: [usize; 3]| {
         size.iter().map(|n| n.div_ceil(stride)).product::<usize>() * channels * size_of::<f32>()
     };
-    let mut bytes = maps(size);
-    if let Some(coarse) = card.coarse_pass.as_ref().filter(|_| config.coarse_pass) {
-        // Never under `resample::resampled_size` of the study (which this has not got).
-        // Without a card spacing the grid is the study's own: bound it by the main grid.
-        let ratio = card.target_spacing_mm.unwrap_or(coarse.spacing_mm);
-        let coarse_size: [usize; 3] = std::array::from_fn(|a| {
-            (size[a] as f64 * ratio[a] / coarse.spacing_mm[a]).ceil() as usize
+    let coarse = card
+        .coarse_pass
+        .as_ref()
+        .filter(|_| config.coarse_pass)
+        .map(|coarse| {
+            // Never under `resample::resampled_size` of the study (which this has not got).
+            // Without a card spacing the grid is the study's own: bound it by the main grid.
+            let ratio = card.target_spacing_mm.unwrap_or(coarse.spacing_mm);
+            let coarse_size: [usize; 3] = std::array::from_fn(|a| {
+                (size[a] as f64 * ratio[a] / coarse.spacing_mm[a]).ceil() as usize
+            });
+            let grid_bytes = coarse_size.iter().product::<usize>() * size_of::<f32>();
+            CoarseMemory {
+                held_bytes: (grid_bytes + maps(coarse_size)) as u64,
+                // Its plan pads the grid to the stride; no window is larger.
+                window_voxels: coarse_size
+                    .iter()
+                    .map(|n| n.div_ceil(stride) * stride)
+                    .product(),
+            }
         });
-        bytes += coarse_size.iter().product::<usize>() * size_of::<f32>() + maps(coarse_size);
+    HeldMemory {
+        maps_bytes: maps(size) as u64,
+        // A byte per voxel of the grid (`lung::LungField`).
+        lung_field_bytes: if card.lung_field {
+            size.iter().product::<usize>() as u64
+        } else {
+            0
+        },
+        coarse,
     }
-    bytes as u64
 }
 
 /// Why no patch was chosen for a memory budget.
@@ -211,7 +234,7 @@ fn patch_for_budget(
     let forecast = MemoryForecast {
         model: model_memory,
         baseline_bytes: baseline_estimate_bytes(geometry, model, config.device),
-        held_bytes: held_bytes(size, model, config),
+        held: held_bytes(size, model, config),
     };
     let patch = choose_patch(
         size,

@@ -13,6 +13,7 @@ use crate::grid_map::GridMap;
 use crate::infer::Engine;
 use crate::model::CoarsePass;
 use crate::plan::{BlendMode, TilePlan, TileSpec};
+use crate::request::held_bytes;
 use crate::resample::resample;
 use crate::volume::Volume;
 
@@ -26,6 +27,17 @@ pub struct CoarseStats {
     pub seconds: f64,
     /// Its findings of the card's `min_size_mm` or more, added to the main pass's candidates.
     pub candidates: usize,
+    /// What it holds while it runs, as the plan's forecast counts it (`request::held_bytes`):
+    /// its grid and stitched maps.
+    #[serde(default)]
+    pub held_memory_bytes: u64,
+    /// Its largest window, voxels.
+    #[serde(default)]
+    pub largest_window_voxels: usize,
+    /// Its memory peak, from the main windows' end (their decoding, its grid's resampling) to
+    /// its own decoding.
+    #[serde(default)]
+    pub peak_memory_bytes: u64,
 }
 
 impl Runner<'_> {
@@ -44,6 +56,8 @@ impl Runner<'_> {
     ) -> Result<Vec<Candidate>, PipelineError> {
         let started = Instant::now();
         let resampled = resample(volume, spec.spacing_mm)?;
+        // Since the main windows: their decoding and this grid's resampling.
+        let resampled_peak_bytes = self.note_peak().peak_bytes;
         let coarse = resampled.as_ref().unwrap_or(volume);
         let tile = TileSpec {
             blend: BlendMode::Halo,
@@ -56,7 +70,7 @@ impl Runner<'_> {
             windows: plan.windows.len(),
             spacing_mm: spec.spacing_mm,
         });
-        let maps = self.windows(&plan, coarse, engine, Pass::Coarse)?;
+        let (maps, windows_peak_bytes) = self.windows(&plan, coarse, engine, Pass::Coarse)?;
         let (peaks, _) = decode(
             &self.model.card,
             &maps,
@@ -77,14 +91,20 @@ impl Runner<'_> {
             })
             .collect();
         let elapsed_s = started.elapsed().as_secs_f64();
-        let memory = self.sample_memory();
-        self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(memory.peak_bytes);
+        let memory = self.note_peak();
         self.stats.coarse = Some(CoarseStats {
             spacing_mm: spec.spacing_mm,
             size: coarse.geometry.size,
             windows: plan.windows.len(),
             seconds: elapsed_s,
             candidates: large.len(),
+            held_memory_bytes: held_bytes(input.geometry.size, self.model, self.config)
+                .coarse
+                .map_or(0, |c| c.held_bytes),
+            largest_window_voxels: plan.windows.iter().map(|w| w.voxels()).max().unwrap_or(0),
+            peak_memory_bytes: windows_peak_bytes
+                .max(memory.peak_bytes)
+                .max(resampled_peak_bytes),
         });
         observer(&Event::CoarseFinished {
             candidates: large.len(),
