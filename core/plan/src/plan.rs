@@ -95,7 +95,8 @@ pub struct MemoryModel {
     pub worst_error: f64,
     /// What the steps after the passes (decoding, the lung field, the rescoring stage) need
     /// beside what they hold (the main maps, the lung field): the most any calibration run
-    /// needed. Independent of the window, so a small patch is bounded by it.
+    /// needed, plus the spread between runs or 1 %. Independent of the window, so it bounds
+    /// the smallest patches.
     #[serde(default)]
     pub stages_bytes: f64,
 }

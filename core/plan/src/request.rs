@@ -145,9 +145,9 @@ pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Devic
 /// What a run on a model grid of `size` holds beside its windows, in proportion to the study:
 /// the main pass's stitched output maps (an `f32` per cell and channel, and a weight per cell
 /// when blending), the lung field's mask when the card has one, and, with the coarse pass,
-/// its grid and maps and a bound on its windows. The
-/// calibration fits the rest, so a study larger than the calibration's is predicted with its
-/// own maps. On a GPU they are host memory, outside what the forecast bounds: nothing.
+/// its grid and maps and a bound on its windows. The calibration fits the rest, so a study
+/// larger than the calibration's is predicted with its own maps. On a GPU they are host
+/// memory, outside what the forecast bounds: nothing.
 ///
 /// ```
 /// # use tessera_plan::request::{DetectConfig, held_bytes};
