@@ -534,13 +534,6 @@ fn derived_patches(whole: [usize; 3], stride: usize, radius: usize) -> Vec<[usiz
             mid,
         ]);
     }
-    // Narrow and deep: the shape a budget picks for exact tiling (fewest seams), whose memory a
-    // line through flat windows alone under-predicted by 2 %.
-    out.push([
-        on_stride(whole[0] / 2),
-        on_stride(whole[1] / 2),
-        on_stride(whole[2]),
-    ]);
     out.dedup();
     out
 }
