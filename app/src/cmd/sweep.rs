@@ -679,7 +679,7 @@ fn markdown(
         }
         None => s.push_str("\nMemory model: not enough distinct window sizes to fit.\n"),
     }
-    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU); the baseline is what the process held when the run started (the study and its resampled copy); what a run holds for the study is its stitched output maps (and, while the coarse pass runs after the main windows, that pass's grid and maps; after the passes, the lung field), computed from the study's size. The line is fitted on each pass's own peak above what the pass holds, the steps after the passes are the most they needed in any run; predicted = baseline + maps + the largest of the phases' bounds; error = (predicted - measured) / measured, where a negative error is a run over its prediction.\n");
+    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU); the baseline is what the process held when the run started (the study and its resampled copy); what a run holds for the study is its stitched output maps (and, while the coarse pass runs after the main windows, that pass's grid and maps; after the passes, the lung field), computed from the study's size. The line is fitted on each pass's own peak above what the pass holds, the steps after the passes are the most they needed in any run plus the spread between runs or 1 %, whichever is more; predicted = baseline + maps + the largest of the phases' bounds; error = (predicted - measured) / measured, where a negative error is a run over its prediction.\n");
     s
 }
 
