@@ -6,6 +6,7 @@
 
 mod colors;
 pub mod imported;
+mod keys;
 mod overlays;
 pub mod pacs;
 pub mod reading;
@@ -292,6 +293,7 @@ impl TesseraApp {
 
     /// One frame of the whole window.
     pub fn ui(&mut self, ui: &mut Ui) {
+        let typing_at_start = keys::typing(ui.ctx());
         self.poll_workers();
         self.dropped_files(ui);
         egui::Panel::top("menu").show(ui, |ui| self.menu_ui(ui));
@@ -304,6 +306,8 @@ impl TesseraApp {
         if self.pacs.open {
             self.pacs_ui(&ui.ctx().clone());
         }
+        // After every widget, so that no key a field took is read again here (see `keys`).
+        self.shortcuts(ui.ctx(), typing_at_start);
         // Workers ask for a frame when they have news; between news only the elapsed time
         // changes. On a software renderer a frame takes the cores from inference (at 1 Hz a
         // run was 14 % slower, at 10 Hz 90 %: scripts/bench_gui_run.sh).
@@ -488,12 +492,6 @@ impl TesseraApp {
             });
             return;
         };
-        shortcuts(ui, study);
-        if let Some(step) = reading::Reading::step_from_keys(ui)
-            && let Some(record) = self.run_panel.runs.last()
-        {
-            self.review.apply(step, record, Some(study));
-        }
         let mut overlay = run::Overlay::new(&self.run_panel, &self.review);
         overlay.imported = self.imported.as_ref();
         slice_view::layout_ui(ui, study, &overlay);
@@ -640,6 +638,36 @@ impl TesseraApp {
         }
     }
 
+    /// The frame's shortcut presses, each applied once, in order: 1-5 window presets, 0 resets
+    /// the views, the review's keys (`reading`), and Up/Down/Page Up/Page Down scroll the view
+    /// under the pointer.
+    fn shortcuts(&mut self, ctx: &egui::Context, typing_at_start: bool) {
+        let Some(study) = &mut self.study else {
+            return;
+        };
+        let presets = [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5];
+        for press in keys::shortcut_presses(ctx, typing_at_start) {
+            if let Some(i) = presets.iter().position(|k| *k == press.key) {
+                study.apply_preset(i);
+            } else if press.key == Key::Num0 {
+                study.reset_views();
+            } else if let Some(step) = reading::Reading::step_of(press) {
+                if let Some(record) = self.run_panel.runs.last() {
+                    self.review.apply(step, record, Some(study));
+                }
+            } else if let Some(plane) = study.hovered {
+                let slices = match press.key {
+                    Key::ArrowUp => 1,
+                    Key::ArrowDown => -1,
+                    Key::PageUp => keys::PAGE_SLICES,
+                    Key::PageDown => -keys::PAGE_SLICES,
+                    _ => 0,
+                };
+                study.scroll(plane, slices);
+            }
+        }
+    }
+
     /// Saves the next rendered frame as a PNG at `path`.
     pub fn save_png(&mut self, path: PathBuf) {
         self.screenshot = Some(review::ScreenshotJob::start(&self.ctx, path));
@@ -649,22 +677,5 @@ impl TesseraApp {
 impl eframe::App for TesseraApp {
     fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
         TesseraApp::ui(self, ui);
-    }
-}
-
-/// Keys 1-5 for window presets, 0 to reset (R rejects a finding); the hovered view's arrows
-/// are in `slice_view`.
-fn shortcuts(ui: &Ui, study: &mut Study) {
-    if ui.memory(|m| m.focused().is_some()) {
-        return; // typing in a field
-    }
-    let presets = [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5];
-    for (i, key) in presets.into_iter().enumerate() {
-        if ui.input(|inp| inp.key_pressed(key)) {
-            study.apply_preset(i);
-        }
-    }
-    if ui.input(|inp| inp.key_pressed(Key::Num0)) {
-        study.reset_views();
     }
 }

@@ -7,6 +7,7 @@ use egui::{Key, Ui};
 use tessera_core::report::DetectionReport;
 use tessera_core::review::{AddedFinding, Decision, Review, run_id};
 
+use super::keys::Press;
 use crate::common::settings::{Places, Settings};
 
 /// The decisions on the last run, and the note being typed.
@@ -146,27 +147,19 @@ impl Reading {
         self.review.as_ref()?.of(index)?.decision
     }
 
-    /// The keys of a review step, unless a text field has the keyboard.
-    pub fn step_from_keys(ui: &Ui) -> Option<Step> {
-        if ui.memory(|m| m.focused().is_some()) {
-            return None;
+    /// The review step a shortcut press asks for, if any: J/K or Space/Shift+Space move,
+    /// A/R/U decide.
+    pub fn step_of(press: Press) -> Option<Step> {
+        match press.key {
+            Key::J => Some(Step::Next),
+            Key::K => Some(Step::Previous),
+            Key::Space if press.shift => Some(Step::Previous),
+            Key::Space => Some(Step::Next),
+            Key::A => Some(Step::Decide(Decision::Accepted)),
+            Key::R => Some(Step::Decide(Decision::Rejected)),
+            Key::U => Some(Step::Decide(Decision::Unsure)),
+            _ => None,
         }
-        ui.input(|i| {
-            let shift = i.modifiers.shift;
-            if i.key_pressed(Key::J) || (i.key_pressed(Key::Space) && !shift) {
-                Some(Step::Next)
-            } else if i.key_pressed(Key::K) || (i.key_pressed(Key::Space) && shift) {
-                Some(Step::Previous)
-            } else if i.key_pressed(Key::A) {
-                Some(Step::Decide(Decision::Accepted))
-            } else if i.key_pressed(Key::R) {
-                Some(Step::Decide(Decision::Rejected))
-            } else if i.key_pressed(Key::U) {
-                Some(Step::Decide(Decision::Unsure))
-            } else {
-                None
-            }
-        })
     }
 
     /// Reader's name, the selected finding's buttons and note, and how far the review is.

@@ -2,7 +2,8 @@
 //! windows, orientation letters, corner text, HU under the pointer and a scale bar.
 //!
 //! Mouse: click sets the crosshair (shift-drag drags it), left-drag window/level, middle-drag
-//! pan, right-drag zoom, wheel or arrow keys scroll, double-click maximises a view.
+//! pan, right-drag zoom about the press, wheel or arrow keys scroll (each notch and press one
+//! slice), double-click maximises a view.
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, pos2, vec2};
 use tessera_core::grid_map::GridMap;
@@ -12,12 +13,13 @@ use tessera_core::view::{Plane, WindowLevel, box_on_slice, orientation_letters, 
 use super::run::{Overlay, WindowState};
 use super::study::{PLANES, Study, TextureKey};
 use super::tools::{self, Phase, Tool};
-use super::{colors, overlays};
+use super::{colors, keys, overlays};
 
 /// The 2x2 layout (axial, coronal / sagittal, study card), or one maximised view.
 pub fn layout_ui(ui: &mut Ui, study: &mut Study, overlay: &Overlay<'_>) {
     let full = ui.available_rect_before_wrap();
     ui.allocate_rect(full, Sense::hover());
+    study.hovered = None;
     if let Some(plane) = study.maximised {
         view_ui(ui, study, plane, full, overlay);
         return;
@@ -185,7 +187,15 @@ fn interact(ui: &Ui, study: &mut Study, plane: Plane, response: &egui::Response,
         set_cursor(study, p);
     }
     let shift = ui.input(|i| i.modifiers.shift);
-    let delta = response.drag_delta();
+    // A drag starts once the pointer has moved a few pixels: on its first frame, take all of
+    // the way from the press, so that nothing the reader dragged is lost.
+    let (press_origin, total_drag) =
+        ui.input(|i| (i.pointer.press_origin(), i.pointer.total_drag_delta()));
+    let delta = if response.drag_started() {
+        total_drag.unwrap_or_default()
+    } else {
+        response.drag_delta()
+    };
     let primary = egui::PointerButton::Primary;
     let phase = if response.drag_started_by(primary) {
         Some(Phase::Start)
@@ -196,7 +206,12 @@ fn interact(ui: &Ui, study: &mut Study, plane: Plane, response: &egui::Response,
     } else {
         None
     };
-    let tool_took = match (phase, response.interact_pointer_pos()) {
+    let at = if phase == Some(Phase::Start) {
+        press_origin
+    } else {
+        response.interact_pointer_pos()
+    };
+    let tool_took = match (phase, at) {
         (Some(phase), Some(p)) if !shift => {
             let (column, row) = map.voxel(p);
             let mut edge = study.cursor.map(|v| v as f64 + 0.5);
@@ -225,27 +240,27 @@ fn interact(ui: &Ui, study: &mut Study, plane: Plane, response: &egui::Response,
     }
     if response.dragged_by(egui::PointerButton::Secondary) {
         let v = &mut study.views[k];
-        v.zoom = (v.zoom * (1.0 - delta.y * 0.01)).clamp(0.2, 20.0);
+        let zoom = (v.zoom * (1.0 - delta.y * 0.01)).clamp(0.2, 20.0);
+        if let Some(anchor) = press_origin {
+            v.pan = pan_zoomed_about(v.pan, map.image.center(), anchor, zoom / v.zoom);
+        }
+        v.zoom = zoom;
     }
     if response.hovered() {
-        let (scroll, up, down, page_up, page_down) = ui.input(|i| {
-            (
-                i.smooth_scroll_delta.y,
-                i.key_pressed(egui::Key::ArrowUp),
-                i.key_pressed(egui::Key::ArrowDown),
-                i.key_pressed(egui::Key::PageUp),
-                i.key_pressed(egui::Key::PageDown),
-            )
-        });
-        let mut step = 0i64;
-        if scroll.abs() >= 1.0 {
-            step += if scroll > 0.0 { 1 } else { -1 };
-        }
-        step += i64::from(up) - i64::from(down) + 10 * (i64::from(page_up) - i64::from(page_down));
-        if step != 0 {
-            study.scroll(plane, step);
+        study.hovered = Some(plane);
+        // Keys go through `keys::shortcut_presses` (they must not reach a text field twice);
+        // the wheel is the pointer's, over this view.
+        let slices = keys::whole_lines(&mut study.wheel_carried, keys::wheel_lines(ui.ctx()));
+        if slices != 0 {
+            study.scroll(plane, slices);
         }
     }
+}
+
+/// The pan that keeps the image point under `anchor` there when the zoom changes by `ratio`
+/// (the image is centred on the view's centre plus the pan, so moving its centre is panning).
+fn pan_zoomed_about(pan: egui::Vec2, image_centre: Pos2, anchor: Pos2, ratio: f32) -> egui::Vec2 {
+    pan + (anchor - image_centre) * (1.0 - ratio)
 }
 
 /// Slices no file provided (interpolated because gaps were allowed): a hatched band across
@@ -716,4 +731,25 @@ fn card_ui(ui: &mut Ui, study: &mut Study, rect: Rect) {
             ""
         }
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pan_zoomed_about;
+    use egui::{pos2, vec2};
+
+    #[test]
+    fn zooming_keeps_the_point_under_the_anchor_in_place() {
+        let (pan, centre, anchor) = (vec2(12.0, -7.0), pos2(400.0, 300.0), pos2(330.0, 410.0));
+        for ratio in [0.5_f32, 1.0, 1.25, 3.0] {
+            let moved = pan_zoomed_about(pan, centre, anchor, ratio);
+            let new_centre = centre + (moved - pan);
+            // The anchor's offset from the image centre scales with the image.
+            let offset = (anchor - new_centre) / ratio;
+            assert!(
+                (offset - (anchor - centre)).length() < 1e-3,
+                "ratio {ratio}"
+            );
+        }
+    }
 }

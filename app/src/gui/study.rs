@@ -249,6 +249,10 @@ pub struct Study {
     pub window: WindowLevel,
     pub views: [ViewTransform; 3],
     pub maximised: Option<Plane>,
+    /// The view under the pointer in the last frame: where scroll keys go.
+    pub hovered: Option<Plane>,
+    /// Wheel scroll not yet a whole slice (a touchpad's small steps).
+    pub(super) wheel_carried: f32,
     /// The ruler and "add finding" tools.
     pub tools: super::tools::ToolState,
     pub(super) textures: [Option<(TextureKey, egui::TextureHandle)>; 3],
@@ -283,6 +287,8 @@ impl Study {
             window: WindowLevel::LUNG,
             views: [ViewTransform::default(); 3],
             maximised: None,
+            hovered: None,
+            wheel_carried: 0.0,
             tools: super::tools::ToolState::default(),
             textures: [None, None, None],
         };
