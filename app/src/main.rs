@@ -92,7 +92,7 @@ struct ViewArgs {
 fn main() -> ExitCode {
     tessera::mark_process_start();
     // Before any run allocates: the memory forecasts are calibrated with it.
-    tessera_core::memory::pin_allocator();
+    tessera_core::memory::probe::pin_allocator();
     let cli = Cli::parse();
     // Global options may stand before or after a subcommand; a study path goes after it.
     if let (Some(path), Some(_)) = (&cli.path, &cli.command) {

@@ -238,7 +238,7 @@ fn three_views_with_boxes_and_seams_match_the_snapshot() {
     h.state_mut().messages.clear();
     let stats = &mut h.state_mut().run_panel.runs[0].report.stats;
     stats.elapsed_s = 0.0;
-    stats.peak_memory_bytes = 0;
+    stats.memory.peak_memory_bytes = 0;
     h.step();
     h.snapshot("three_views_boxes_seams");
 }

@@ -23,6 +23,5 @@ pub use tessera_dicom::{dicom, geometry, io, lidc, npy, view, volume};
 pub use tessera_infer as infer;
 pub use tessera_pacs as pacs;
 pub use tessera_plan::{
-    calibration, detect, device, extent, grid_map, lung, memory, model, plan, request, resample,
-    stitch,
+    detect, device, extent, grid_map, lung, memory, model, plan, request, resample, stitch,
 };

@@ -18,9 +18,10 @@ use crate::extent::measure_box;
 use crate::grid_map::GridMap;
 use crate::infer::gpu::GpuProbe;
 use crate::infer::input::window_input;
-use crate::infer::memory::{self, MemorySample, MemorySource};
 use crate::infer::session::EngineOptions;
 use crate::infer::{CancelToken, Device, Engine, InferError, PatchClassifier, RuntimeError};
+use crate::memory::measured::{MeasuredRun, RunMemory};
+use crate::memory::probe::{self as memory, MemorySample};
 use crate::model::{Model, ModelCard, OutputFamily, Precision};
 use crate::plan::{PlanError, TilePlan, Window};
 use crate::rescore::rescore;
@@ -29,10 +30,10 @@ use crate::volume::{Geometry, StudyVoxelBox, Volume};
 
 mod coarse;
 
+use crate::memory::forecast::held_bytes;
 pub use crate::request::{
-    BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch,
-    baseline_estimate_bytes, card_memory_model, held_bytes, memory_model, model_geometry, plan_for,
-    resample_for, resolve_patch,
+    BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch, model_geometry,
+    plan_for, resample_for, resolve_patch,
 };
 pub use coarse::CoarseStats;
 
@@ -110,16 +111,11 @@ pub struct RunStats {
     pub windows: usize,
     pub elapsed_s: f64,
     pub inference_s: f64,
-    /// The run's peak on its device, over every step from the first window to the findings
-    /// (the plan's prediction bounds it).
-    pub peak_memory_bytes: u64,
-    pub memory_source: MemorySource,
-    pub window_elapsed_s: Vec<f64>,
-    pub window_peak_bytes: Vec<u64>,
+    /// Its memory against the forecast (flattened: `det.json` keeps the keys in `stats`).
+    #[serde(flatten)]
+    pub memory: RunMemory,
     /// What ran it, for the memory gauge: the GPU's name, or the CPU and its threads.
     pub device_name: String,
-    /// Host memory peak (process RSS), also when `peak_memory_bytes` is GPU memory.
-    pub host_peak_memory_bytes: u64,
     /// Below fp32: the largest heatmap difference from an fp32 run of the first window, so that
     /// reduced precision is measured, not assumed.
     pub precision_drift: Option<f32>,
@@ -132,24 +128,6 @@ pub struct RunStats {
     pub rescore_s: f64,
     #[serde(default)]
     pub rescore_peak_bytes: u64,
-    /// What the process held when the run started (after resampling): the base of the
-    /// predicted peak.
-    #[serde(default)]
-    pub baseline_memory_bytes: u64,
-    /// The main pass's stitched maps (`request::held_bytes`), held from its first window on:
-    /// the predicted peak's second term, which `tessera sweep` takes off before it calibrates.
-    #[serde(default)]
-    pub held_memory_bytes: u64,
-    /// The peak of the steps after the passes (decoding, the lung field, the rescoring stage,
-    /// the boxes), and what they hold beside the main maps (the lung field's mask): what
-    /// `tessera sweep` calibrates their memory on.
-    #[serde(default)]
-    pub stages_peak_memory_bytes: u64,
-    #[serde(default)]
-    pub stages_held_memory_bytes: u64,
-    /// The run's peak went over the plan's predicted bound.
-    #[serde(default)]
-    pub prediction_exceeded: bool,
     /// The lung field, when the model asks for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lung_field: Option<LungFieldStats>,
@@ -288,12 +266,11 @@ fn run(
         Some(Err(reason)) => format!("{} ({reason})", config.device),
         None => format!("CPU ({} threads)", config.threads),
     };
-    let held = held_bytes(input.geometry.size, model, config);
-    let memory = [
+    let memory = RunMemory::started(
         baseline_memory_bytes,
-        held.maps_bytes,
-        held.lung_field_bytes,
-    ];
+        &held_bytes(input.geometry.size, model, config),
+        plan.largest_window_voxels(),
+    );
     let stats = RunStats::new(plan.windows.len(), device_name, memory);
     let mut runner = Runner {
         model,
@@ -396,35 +373,29 @@ fn memory_probe(device: Device) -> (Option<Result<GpuProbe, String>>, u64) {
 }
 
 impl RunStats {
-    /// Before the first window: nothing measured yet.
-    fn new(windows: usize, device_name: String, memory_bytes: [u64; 3]) -> Self {
-        let [
-            baseline_memory_bytes,
-            held_memory_bytes,
-            stages_held_memory_bytes,
-        ] = memory_bytes;
+    /// Before the first window: the forecast's terms, nothing measured yet.
+    fn new(windows: usize, device_name: String, memory: RunMemory) -> Self {
         Self {
             windows,
             elapsed_s: 0.0,
             inference_s: 0.0,
-            peak_memory_bytes: 0,
-            memory_source: MemorySource::Unavailable,
-            window_elapsed_s: Vec::with_capacity(windows),
-            window_peak_bytes: Vec::with_capacity(windows),
+            memory,
             peaks_dropped: 0,
             precision_drift: None,
             device_name,
-            host_peak_memory_bytes: 0,
             rescored: 0,
             rescore_s: 0.0,
             rescore_peak_bytes: 0,
-            baseline_memory_bytes,
-            held_memory_bytes,
-            stages_peak_memory_bytes: 0,
-            stages_held_memory_bytes,
-            prediction_exceeded: false,
             lung_field: None,
             coarse: None,
+        }
+    }
+
+    /// Its memory as the calibration reads it.
+    pub fn measured(&self) -> MeasuredRun {
+        MeasuredRun {
+            run: self.memory,
+            coarse: self.coarse.as_ref().map(|c| c.memory),
         }
     }
 }
@@ -468,7 +439,7 @@ impl Runner<'_> {
     /// [`memory::reset_peak`]; the host's peak also goes into the stats.
     fn sample_memory(&mut self) -> MemorySample {
         let host = memory::sample();
-        let stats = &mut self.stats;
+        let stats = &mut self.stats.memory;
         stats.host_peak_memory_bytes = stats.host_peak_memory_bytes.max(host.peak_bytes);
         match self.gpu.as_mut() {
             Some(Ok(probe)) => probe.sample(),
@@ -488,9 +459,9 @@ impl Runner<'_> {
         let mut stats = self.stats;
         stats.lung_field = lung_field;
         stats.elapsed_s = started.elapsed().as_secs_f64();
-        stats.prediction_exceeded = plan
+        stats.memory.prediction_exceeded = plan
             .predicted_peak_bytes
-            .is_some_and(|p| stats.peak_memory_bytes > p);
+            .is_some_and(|p| stats.memory.peak_memory_bytes > p);
         stats
     }
 
@@ -499,7 +470,8 @@ impl Runner<'_> {
     /// stage, the boxes) use is measured step by step.
     fn note_peak(&mut self) -> MemorySample {
         let sample = self.sample_memory();
-        self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(sample.peak_bytes);
+        let stats = &mut self.stats.memory;
+        stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
         memory::reset_peak();
         sample
     }
@@ -508,6 +480,7 @@ impl Runner<'_> {
     fn note_stages_peak(&mut self) -> MemorySample {
         let sample = self.note_peak();
         let stats = &mut self.stats;
+        let stats = &mut stats.memory;
         stats.stages_peak_memory_bytes = stats.stages_peak_memory_bytes.max(sample.peak_bytes);
         sample
     }
@@ -556,14 +529,14 @@ impl Runner<'_> {
             stitcher.add(window, &outputs.heads);
             let elapsed_s = window_started.elapsed().as_secs_f64();
             let sample = self.sample_memory();
-            let stats = &mut self.stats;
-            stats.inference_s += elapsed_s;
+            self.stats.inference_s += elapsed_s;
+            let stats = &mut self.stats.memory;
             stats.peak_memory_bytes = stats.peak_memory_bytes.max(sample.peak_bytes);
             pass_peak_bytes = pass_peak_bytes.max(sample.peak_bytes);
             stats.memory_source = sample.source;
             if let Pass::Main(observer) = &mut pass {
-                stats.window_elapsed_s.push(elapsed_s);
-                stats.window_peak_bytes.push(sample.peak_bytes);
+                stats.windows_peak_memory_bytes =
+                    stats.windows_peak_memory_bytes.max(sample.peak_bytes);
                 observer(&Event::WindowFinished {
                     index: window.index,
                     total,

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::infer::MemorySource;
-use crate::pipeline::{Detection, DetectionResult};
+use crate::pipeline::{Detection, DetectionResult, RunStats};
 use crate::plan::BlendMode;
 
 /// The schema name and version written into every `det.json`.
@@ -33,7 +32,8 @@ pub struct DetectionReport {
     pub runtime: RuntimeRecord,
     pub model: ModelRecord,
     pub plan: PlanRecord,
-    pub stats: StatsRecord,
+    /// The run's timings and memory, as the pipeline measured them.
+    pub stats: RunStats,
     pub detections: Vec<Detection>,
 }
 
@@ -88,57 +88,6 @@ pub struct PlanRecord {
     /// The grid the model ran on (after resampling): size and spacing.
     pub model_grid_size: [usize; 3],
     pub model_spacing_mm: [f64; 3],
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StatsRecord {
-    pub windows: usize,
-    pub elapsed_s: f64,
-    pub inference_s: f64,
-    /// The run's peak on its device, from the first window to the findings.
-    pub peak_memory_bytes: u64,
-    /// The main windows' own peak (the coarse pass's is in `coarse`), which `tessera sweep`
-    /// calibrates on.
-    #[serde(default)]
-    pub windows_peak_memory_bytes: u64,
-    pub memory_source: MemorySource,
-    pub device_name: String,
-    pub host_peak_memory_bytes: u64,
-    /// Below fp32: largest heatmap difference from fp32 on the first window.
-    pub precision_drift: Option<f32>,
-    /// Peaks over the threshold that the decoder's cap dropped (0 in a healthy run).
-    pub peaks_dropped: usize,
-    /// Candidates rescored (0: no rescoring stage ran), its seconds and memory peak (measured
-    /// like `peak_memory_bytes`: the GPU through NVML, else the process).
-    #[serde(default)]
-    pub rescored: usize,
-    #[serde(default)]
-    pub rescore_s: f64,
-    #[serde(default)]
-    pub rescore_peak_bytes: u64,
-    /// Process (or GPU) memory when the run started: the base of `plan.predicted_peak_bytes`.
-    #[serde(default)]
-    pub baseline_memory_bytes: u64,
-    /// The main pass's stitched maps, held from its first window on: with the baseline, the
-    /// base of `plan.predicted_peak_bytes` (the coarse pass's grid and maps are in `coarse`).
-    #[serde(default)]
-    pub held_memory_bytes: u64,
-    /// The steps after the passes: their peak, and what they hold beside the main maps (the
-    /// lung field's mask).
-    #[serde(default)]
-    pub stages_peak_memory_bytes: u64,
-    #[serde(default)]
-    pub stages_held_memory_bytes: u64,
-    /// `peak_memory_bytes` went over `plan.predicted_peak_bytes`: the calibration is wrong for
-    /// this machine or study, and a budget chosen from it is not safe.
-    #[serde(default)]
-    pub prediction_exceeded: bool,
-    /// The lung field (chest-CT models): its volume, time, and the candidates outside it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lung_field: Option<crate::pipeline::LungFieldStats>,
-    /// The card's coarse pass (large lesions): its grid, windows, time and candidates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub coarse: Option<crate::pipeline::CoarseStats>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -213,30 +162,7 @@ impl DetectionReport {
                 model_grid_size: result.model_geometry.size,
                 model_spacing_mm: result.model_geometry.spacing_mm,
             },
-            stats: StatsRecord {
-                windows: result.stats.windows,
-                elapsed_s: result.stats.elapsed_s,
-                inference_s: result.stats.inference_s,
-                peak_memory_bytes: result.stats.peak_memory_bytes,
-                windows_peak_memory_bytes: (result.stats.window_peak_bytes.iter().max())
-                    .copied()
-                    .unwrap_or(0),
-                memory_source: result.stats.memory_source,
-                peaks_dropped: result.stats.peaks_dropped,
-                precision_drift: result.stats.precision_drift,
-                device_name: result.stats.device_name.clone(),
-                host_peak_memory_bytes: result.stats.host_peak_memory_bytes,
-                rescored: result.stats.rescored,
-                rescore_s: result.stats.rescore_s,
-                rescore_peak_bytes: result.stats.rescore_peak_bytes,
-                baseline_memory_bytes: result.stats.baseline_memory_bytes,
-                held_memory_bytes: result.stats.held_memory_bytes,
-                stages_peak_memory_bytes: result.stats.stages_peak_memory_bytes,
-                stages_held_memory_bytes: result.stats.stages_held_memory_bytes,
-                prediction_exceeded: result.stats.prediction_exceeded,
-                lung_field: result.stats.lung_field.clone(),
-                coarse: result.stats.coarse.clone(),
-            },
+            stats: result.stats.clone(),
             detections: result.detections.clone(),
         }
     }

@@ -300,7 +300,7 @@ fn detect_bench(
                 report.plan.recompute_factor,
                 report.stats.inference_s,
                 voxels / report.stats.inference_s / 1e6,
-                report.stats.peak_memory_bytes as f64 / (1024.0 * 1024.0)
+                report.stats.memory.peak_memory_bytes as f64 / (1024.0 * 1024.0)
             );
         }
     }

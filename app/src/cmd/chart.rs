@@ -5,7 +5,8 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use plotters::prelude::*;
-use tessera_core::plan::{HeldMemory, MemoryForecast, MemoryModel};
+use tessera_core::memory::forecast::{HeldMemory, MemoryForecast};
+use tessera_core::memory::line::MemoryModel;
 
 /// One run on the chart.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -10,12 +10,13 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use tessera_core::calibration::MemoryModelFile;
 use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::infer::{CancelToken, Device};
+use tessera_core::memory::file::MemoryModelFile;
+use tessera_core::memory::line::MemoryModel;
 use tessera_core::model::{Model, Precision, default_detector};
 use tessera_core::pipeline::{self, BudgetError, DetectConfig, Event, PatchChoice, PipelineError};
-use tessera_core::plan::{BlendMode, MemoryModel, TileSpec, format_bytes, parse_bytes};
+use tessera_core::plan::{BlendMode, TileSpec, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
 
 use super::{flags, outputs};
@@ -276,14 +277,14 @@ fn print_summary(
         result.score_threshold,
         result.stats.elapsed_s,
         result.stats.windows,
-        format_bytes(result.stats.peak_memory_bytes),
-        result.stats.memory_source,
+        format_bytes(result.stats.memory.peak_memory_bytes),
+        result.stats.memory.memory_source,
         out.display()
     );
-    if result.stats.prediction_exceeded {
+    if result.stats.memory.prediction_exceeded {
         eprintln!(
             "warning: the peak of {} went over the predicted {} (det.json: stats.prediction_exceeded); recalibrate with `tessera sweep` before trusting a budget on this machine",
-            format_bytes(result.stats.peak_memory_bytes),
+            format_bytes(result.stats.memory.peak_memory_bytes),
             result
                 .plan
                 .predicted_peak_bytes

@@ -8,16 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
-use tessera_core::calibration::MemoryModelFile;
 use tessera_core::infer::Device;
 use tessera_core::infer::arena::CpuAllocator;
+use tessera_core::memory::calibrate::{self, Calibration};
+use tessera_core::memory::file::MemoryModelFile;
+use tessera_core::memory::line::MemoryModel;
+use tessera_core::memory::measured::MeasuredRun;
 use tessera_core::model::Model;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 use tessera_core::pipeline::{self, DetectConfig, PatchChoice};
-use tessera_core::plan::{
-    BlendMode, CoarseMemory, HeldMemory, MemoryForecast, MemoryModel, format_bytes, parse_bytes,
-};
-use tessera_core::report::{DetectionReport, StatsRecord};
+use tessera_core::plan::{BlendMode, format_bytes, parse_bytes};
+use tessera_core::report::DetectionReport;
 use tessera_core::volume::format_size;
 
 use super::chart::{ChartData, ChartPoint};
@@ -87,56 +88,15 @@ pub struct Row {
 }
 
 impl Row {
-    /// What the memory model is fitted to, one point per pass: its largest window and its
-    /// own memory, above what the process held before the run (the study, the resampled copy)
-    /// and what the pass holds (the main maps; the coarse pass's grid and maps on top).
-    fn calibration_points(&self) -> Vec<(usize, u64)> {
-        let stats = &self.report.stats;
-        let base = stats.baseline_memory_bytes + stats.held_memory_bytes;
-        let main = (
-            self.largest_window_voxels,
-            stats.windows_peak_memory_bytes.saturating_sub(base),
-        );
-        let coarse = stats.coarse.as_ref().map(|c| {
-            (
-                c.largest_window_voxels,
-                c.peak_memory_bytes
-                    .saturating_sub(base + c.held_memory_bytes),
-            )
-        });
-        std::iter::once(main).chain(coarse).collect()
-    }
-
-    /// What the steps after the passes needed beside what they held (the main maps, the lung
-    /// field): independent of the window.
-    fn stages_bytes(&self) -> u64 {
-        let stats = &self.report.stats;
-        stats.stages_peak_memory_bytes.saturating_sub(
-            stats.baseline_memory_bytes + stats.held_memory_bytes + stats.stages_held_memory_bytes,
-        )
+    /// Its memory, as the calibration reads it.
+    fn measured(&self) -> MeasuredRun {
+        self.report.stats.measured()
     }
 
     /// The bound `memory` gives this run: its own baseline and held memory plus the larger
     /// of its windows' and its coarse pass's.
     pub fn predicted_bytes(&self, memory: &MemoryModel) -> u64 {
-        MemoryForecast {
-            model: *memory,
-            baseline_bytes: self.report.stats.baseline_memory_bytes,
-            held: held_memory(&self.report.stats),
-        }
-        .peak_bytes(self.largest_window_voxels)
-    }
-}
-
-/// What a run held beside its windows, from its record.
-fn held_memory(stats: &StatsRecord) -> HeldMemory {
-    HeldMemory {
-        maps_bytes: stats.held_memory_bytes,
-        lung_field_bytes: stats.stages_held_memory_bytes,
-        coarse: stats.coarse.as_ref().map(|c| CoarseMemory {
-            held_bytes: c.held_memory_bytes,
-            window_voxels: c.largest_window_voxels,
-        }),
+        self.measured().predicted_bytes(*memory)
     }
 }
 
@@ -183,38 +143,19 @@ fn setup(args: &SweepArgs) -> anyhow::Result<Setup> {
     })
 }
 
-/// The memory model fitted to every pass of `rows` (counted as runs), with what the steps
-/// after the passes need: the most any run needed, plus the spread between runs or 1 % of it,
-/// whichever is more (the same steps each time, so the spread is noise that a new run adds
-/// again, and another study its own: LIDC-IDRI-0001 needed 0.5 % more than the demo study's
-/// most); and its points.
-fn fit_memory(rows: &[Row]) -> (Option<MemoryModel>, Vec<(usize, u64)>) {
-    let points: Vec<(usize, u64)> = rows.iter().flat_map(Row::calibration_points).collect();
-    let stages = rows.iter().map(Row::stages_bytes);
-    let (least, most) = (stages.clone().min().unwrap_or(0), stages.max().unwrap_or(0));
-    let stages_bytes = most + (most - least).max(most / 100);
-    let memory = MemoryModel::fit(&points).map(|fitted| MemoryModel {
-        calibration_runs: rows.len(),
-        stages_bytes: stages_bytes as f64,
-        ..fitted
-    });
-    (memory, points)
-}
-
 /// `memory_model.json`: the fitted model and the runs it was fitted on.
 fn memory_file(
     args: &SweepArgs,
     model: &Model,
-    memory: MemoryModel,
-    points: Vec<(usize, u64)>,
+    calibration: Calibration,
 ) -> anyhow::Result<Vec<u8>> {
     Ok(serde_json::to_vec_pretty(&MemoryModelFile {
         model_name: model.card.name.clone(),
         model_sha256: model.sha256.clone(),
         device: args.device.to_string(),
         allocator: args.allocator.to_string(),
-        model: memory,
-        points,
+        model: calibration.model,
+        points: calibration.points,
     })?)
 }
 
@@ -349,12 +290,12 @@ fn chart_data(rows: &[Row]) -> ChartData {
             .iter()
             .map(|r| ChartPoint {
                 largest_window_voxels: r.largest_window_voxels,
-                peak_bytes: r.report.stats.peak_memory_bytes,
+                peak_bytes: r.report.stats.memory.peak_memory_bytes,
                 inference_s: r.report.stats.inference_s,
             })
             .collect(),
-        baseline_bytes: reference.map_or(0, |s| s.baseline_memory_bytes),
-        held: reference.map(held_memory).unwrap_or_default(),
+        baseline_bytes: reference.map_or(0, |s| s.memory.baseline_memory_bytes),
+        held: reference.map(|s| s.measured().held()).unwrap_or_default(),
     }
 }
 
@@ -459,16 +400,17 @@ fn sweep(
         rows.push(Row {
             label,
             patch,
-            largest_window_voxels: plan.windows.iter().map(|w| w.voxels()).max().unwrap_or(0),
+            largest_window_voxels: plan.largest_window_voxels(),
             report: DetectionReport::read_json(&out)?,
             parity: None,
             wall_s: started.elapsed().as_secs_f64(),
         });
     }
     compare_to_reference(&mut rows, args);
-    let (memory, points) = fit_memory(&rows);
-    let memory_json = match memory {
-        Some(m) => Some(memory_file(args, &model, m, points)?),
+    let calibration = calibrate::fit(&rows.iter().map(Row::measured).collect::<Vec<_>>());
+    let memory = calibration.as_ref().map(|c| c.model);
+    let memory_json = match calibration {
+        Some(c) => Some(memory_file(args, &model, c)?),
         None => None,
     };
     let csv = csv(&rows, memory.as_ref());
@@ -570,7 +512,7 @@ fn csv(rows: &[Row], memory: Option<&MemoryModel>) -> String {
             r.report.stats.windows,
             r.report.plan.recompute_factor,
             r.largest_window_voxels,
-            r.report.stats.peak_memory_bytes,
+            r.report.stats.memory.peak_memory_bytes,
             memory.map_or(String::new(), |m| r.predicted_bytes(m).to_string()),
             r.report.stats.inference_s,
             r.wall_s,
@@ -619,13 +561,13 @@ fn markdown(
     let _ = writeln!(
         s,
         "- blend {}, overlap {}, memory source {:?}",
-        args.blend, args.overlap, first.stats.memory_source
+        args.blend, args.overlap, first.stats.memory.memory_source
     );
     let _ = writeln!(s, "- tool: tessera {}\n", first.tool.version);
     s.push_str("| patch | windows | recompute | peak memory | predicted | error | inference s | wall s | fits budget | output parity |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for r in rows {
-        let measured = r.report.stats.peak_memory_bytes;
+        let measured = r.report.stats.memory.peak_memory_bytes;
         let (predicted, error) = match memory {
             Some(m) => {
                 let p = r.predicted_bytes(m);

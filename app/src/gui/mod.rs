@@ -229,7 +229,7 @@ impl TesseraApp {
             match outcome {
                 run::Outcome::Finished(record) => {
                     let summary = run::summary(&record);
-                    if record.report.stats.prediction_exceeded {
+                    if record.report.stats.memory.prediction_exceeded {
                         self.error(summary);
                     } else {
                         self.info(summary);

@@ -175,7 +175,7 @@ impl Review {
             record.label,
             record.report.detections.len(),
             record.report.stats.elapsed_s,
-            tessera_core::plan::format_bytes(record.report.stats.peak_memory_bytes),
+            tessera_core::plan::format_bytes(record.report.stats.memory.peak_memory_bytes),
             record.report.stats.device_name
         ));
         ui.add(egui::Slider::new(&mut self.threshold, 0.0..=1.0).text("score threshold"));

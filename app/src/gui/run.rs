@@ -10,7 +10,8 @@ use egui::Ui;
 use tessera_core::device::{CancelToken, Device};
 use tessera_core::grid_map::GridMap;
 use tessera_core::lung::LungField;
-use tessera_core::memory::MemorySample;
+use tessera_core::memory::forecast::baseline_estimate_bytes;
+use tessera_core::memory::probe::MemorySample;
 use tessera_core::model::{Model, default_detector, shipped_model_dirs};
 use tessera_core::pipeline::{self, DetectConfig, Event, PatchChoice, PipelineError};
 use tessera_core::plan::{BlendMode, PlanError, TilePlan, TileSpec, Window, format_bytes};
@@ -207,7 +208,7 @@ impl RunPanel {
         };
         let size = self.model_grid.as_ref()?.size;
         let volume = self.volume.as_ref()?;
-        let baseline = pipeline::baseline_estimate_bytes(&volume.geometry, model, self.device);
+        let baseline = baseline_estimate_bytes(&volume.geometry, model, self.device);
         Some(pipeline::plan_for(size, model, &self.config(), baseline))
     }
 
@@ -541,7 +542,7 @@ impl RunPanel {
 
 /// The message bar's line for a finished run; it says when the peak went over its prediction.
 pub fn summary(record: &RunRecord) -> String {
-    let stats = &record.report.stats;
+    let stats = &record.report.stats.memory;
     let memory = match record.report.plan.predicted_peak_bytes {
         Some(p) if stats.prediction_exceeded => format!(
             ", peak {} OVER the predicted {}: recalibrate (tessera sweep) before trusting a budget",
@@ -559,7 +560,7 @@ pub fn summary(record: &RunRecord) -> String {
         "run {} finished: {} detection(s) in {:.1} s{memory}",
         record.label,
         record.report.detections.len(),
-        stats.elapsed_s
+        record.report.stats.elapsed_s
     )
 }
 

@@ -8,7 +8,7 @@
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 
-use tessera_plan::memory::{MemorySample, MemorySource};
+use tessera_plan::memory::probe::{MemorySample, MemorySource};
 
 /// An open NVML handle for one GPU.
 pub struct GpuProbe {

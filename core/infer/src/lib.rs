@@ -14,4 +14,3 @@ pub use runtime::{Runtime, RuntimeError, RuntimeSource, init_runtime, locate_run
 pub use session::{Cause, Engine, InferError, WindowOutputs};
 /// The shared run types, where the engine's users expect them.
 pub use tessera_plan::device::{CancelToken, Device};
-pub use tessera_plan::memory::{self, MemorySample, MemorySource};

@@ -3,7 +3,6 @@
 //! the lung field. Nothing here loads ONNX Runtime (that is `tessera-infer`), so a plan, a
 //! budget's patch or a refusal is computed before any session exists.
 
-pub mod calibration;
 pub mod detect;
 pub mod device;
 pub mod extent;

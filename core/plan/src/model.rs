@@ -61,12 +61,12 @@ pub struct Head<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryCoefficients {
     #[serde(flatten)]
-    pub model: crate::plan::MemoryModel,
+    pub model: crate::memory::line::MemoryModel,
     /// How it was measured (study, device, precision, allocator settings).
     #[serde(default)]
     pub measured_on: String,
     /// `(largest window voxels, peak bytes above what the process and the pass held)` of each
-    /// pass of each calibration run (`calibration::MemoryModelFile::points`), so that the
+    /// pass of each calibration run (`memory::file::MemoryModelFile::points`), so that the
     /// bound can be checked against what it was fitted on.
     #[serde(default)]
     pub points: Vec<(usize, u64)>,

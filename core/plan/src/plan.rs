@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use tessera_dicom::volume::format_size;
 
+use crate::memory::forecast::MemoryForecast;
+
 /// How overlapping window outputs are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -75,143 +77,6 @@ pub struct TileSpec {
 pub struct ModelGrid {
     pub stride: usize,
     pub receptive_radius: usize,
-}
-
-/// Memory a run needs beyond what the process holds when it starts, as an upper bound over its
-/// calibration runs: `fixed_bytes + bytes_per_voxel * largest window voxels`.
-///
-/// An under-prediction is the seed's quiet bug moved one step (the patch chosen for a budget
-/// would exceed it), so the line is fitted above every calibration point, not through them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct MemoryModel {
-    pub fixed_bytes: f64,
-    pub bytes_per_voxel: f64,
-    /// Runs it was calibrated on (0: not recorded).
-    #[serde(default)]
-    pub calibration_runs: usize,
-    /// Its largest over-prediction on the points it was fitted to, as a fraction of the
-    /// point's measured peak.
-    #[serde(default)]
-    pub worst_error: f64,
-    /// What the steps after the passes (decoding, the lung field, the rescoring stage) need
-    /// beside what they hold (the main maps, the lung field): the most any calibration run
-    /// needed, plus the spread between runs or 1 %. Independent of the window, so it bounds
-    /// the smallest patches.
-    #[serde(default)]
-    pub stages_bytes: f64,
-}
-
-impl MemoryModel {
-    /// The bound for a window of `voxels` (rounded up: a bound never rounds down).
-    pub fn predict_bytes(&self, voxels: usize) -> u64 {
-        (self.fixed_bytes + self.bytes_per_voxel * voxels as f64)
-            .max(0.0)
-            .ceil() as u64
-    }
-
-    /// The line above every measured `(voxels, peak)` point with the least total relative
-    /// over-prediction, slope non-negative; `None` with fewer than two distinct window sizes.
-    ///
-    /// That is a two-variable linear programme whose optimum touches two points of the upper
-    /// hull, so the candidate slopes are those of every pair of points (and 0); each is lifted
-    /// until no point lies above it.
-    pub fn fit(points: &[(usize, u64)]) -> Option<Self> {
-        let xy: Vec<(f64, f64)> = points.iter().map(|p| (p.0 as f64, p.1 as f64)).collect();
-        let first = xy.first()?.0;
-        if xy.iter().all(|p| p.0 == first) {
-            return None;
-        }
-        let mut slopes = vec![0.0];
-        for (i, a) in xy.iter().enumerate() {
-            for b in &xy[i + 1..] {
-                if a.0 != b.0 {
-                    slopes.push((b.1 - a.1) / (b.0 - a.0));
-                }
-            }
-        }
-        let lifted = |slope: f64| {
-            let fixed = xy
-                .iter()
-                .map(|p| p.1 - slope * p.0)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let over: Vec<f64> = xy
-                .iter()
-                .map(|p| (fixed + slope * p.0 - p.1) / p.1.max(1.0))
-                .collect();
-            (fixed, over)
-        };
-        let mut best: Option<(f64, Self)> = None;
-        for slope in slopes.into_iter().filter(|s| *s >= 0.0) {
-            let (fixed_bytes, over) = lifted(slope);
-            let cost: f64 = over.iter().sum();
-            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
-                let model = Self {
-                    fixed_bytes,
-                    bytes_per_voxel: slope,
-                    calibration_runs: points.len(),
-                    worst_error: over.iter().copied().fold(0.0, f64::max),
-                    stages_bytes: 0.0,
-                };
-                best = Some((cost, model));
-            }
-        }
-        best.map(|(_, model)| model)
-    }
-
-    /// "calibrated on 7 runs, worst error +4.2 %", or that nothing is recorded.
-    pub fn describe(&self) -> String {
-        match self.calibration_runs {
-            0 => "calibration runs not recorded".into(),
-            n => format!(
-                "calibrated on {n} runs, worst error +{:.1} %",
-                self.worst_error * 100.0
-            ),
-        }
-    }
-}
-
-/// What a run holds beside its windows, in proportion to its study (`request::held_bytes`).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct HeldMemory {
-    /// The main pass's stitched maps: held from its first window to the end of the run.
-    pub maps_bytes: u64,
-    /// The lung field's mask, from the steps after the passes on.
-    pub lung_field_bytes: u64,
-    /// The coarse pass, when it runs: it starts after the main windows, so what it holds
-    /// never meets their peak.
-    pub coarse: Option<CoarseMemory>,
-}
-
-/// What the coarse pass holds while it runs, and the largest window it can run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CoarseMemory {
-    /// Its grid and its stitched maps.
-    pub held_bytes: u64,
-    /// A bound on its largest window (its padded grid, or the window it ran); the run's
-    /// patch bounds it too.
-    pub window_voxels: usize,
-}
-
-/// A run's predicted peak: the memory its process holds when it starts (the study, the
-/// viewer, a runtime already loaded), the main pass's maps, and the largest of its phases:
-/// the calibrated bound for the largest main window; the coarse pass's grid and maps with the
-/// bound for its largest window; the steps after the passes, with the lung field.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MemoryForecast {
-    pub model: MemoryModel,
-    pub baseline_bytes: u64,
-    pub held: HeldMemory,
-}
-
-impl MemoryForecast {
-    pub fn peak_bytes(&self, window_voxels: usize) -> u64 {
-        let main = self.model.predict_bytes(window_voxels);
-        let coarse = self.held.coarse.map_or(0, |c| {
-            c.held_bytes + self.model.predict_bytes(window_voxels.min(c.window_voxels))
-        });
-        let stages = self.held.lung_field_bytes + self.model.stages_bytes.max(0.0).ceil() as u64;
-        self.baseline_bytes + self.held.maps_bytes + main.max(coarse).max(stages)
-    }
 }
 
 /// Share of a memory budget kept free when choosing a patch (driver, display, other work).
@@ -578,6 +443,11 @@ impl TilePlan {
             format_bytes(bytes),
             forecast.model.describe()
         ))
+    }
+
+    /// The largest window's voxels: what the memory line bounds.
+    pub fn largest_window_voxels(&self) -> usize {
+        self.windows.iter().map(Window::voxels).max().unwrap_or(0)
     }
 
     /// Voxels processed over voxels in the (padded) volume: the price of the overlap.

@@ -8,15 +8,11 @@ use serde::{Deserialize, Serialize};
 use tessera_dicom::volume::{Geometry, Volume};
 
 use crate::device::{CpuAllocator, Device};
-use crate::memory;
+use crate::memory::forecast::{MemoryForecast, baseline_estimate_bytes, held_bytes, memory_model};
+use crate::memory::line::MemoryModel;
 use crate::model::{Model, Precision};
-use crate::plan::{
-    BlendMode, CoarseMemory, HeldMemory, MemoryForecast, MemoryModel, PlanError, TilePlan,
-    TileSpec, choose_patch,
-};
-use crate::resample::{
-    ResampleError, resample, resample_needed, resampled_geometry, resampled_size,
-};
+use crate::plan::{BlendMode, PlanError, TilePlan, TileSpec, choose_patch};
+use crate::resample::{ResampleError, resample, resampled_geometry};
 
 /// Boxes overlapping more than this are the same finding.
 pub const DEFAULT_NMS_IOU: f64 = 0.3;
@@ -98,7 +94,7 @@ fn enabled() -> bool {
 }
 
 /// The plan this run would use, without running anything. `baseline_bytes` is the memory the
-/// process holds when the run starts ([`baseline_estimate_bytes`] before it does).
+/// process holds when the run starts ([`baseline_estimate_bytes`](crate::memory::forecast::baseline_estimate_bytes) before it does).
 pub fn plan_for(
     volume_size: [usize; 3],
     model: &Model,
@@ -116,94 +112,6 @@ pub fn plan_for(
         &config.tile,
         forecast.as_ref(),
     )
-}
-
-/// The calibration a run of `config` is predicted from: its own, else the card's.
-pub fn memory_model(model: &Model, config: &DetectConfig) -> Option<MemoryModel> {
-    config
-        .memory_model
-        .or_else(|| card_memory_model(model, config.device))
-}
-
-/// What this process will hold when a run on `volume` starts: what it holds now plus the
-/// copy of the volume resampled to the model's grid (the pipeline's baseline is measured
-/// after resampling). On a GPU nothing is held before the run's own session.
-pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Device) -> u64 {
-    if device != Device::Cpu {
-        return 0;
-    }
-    let resampled = match model.card.target_spacing_mm {
-        Some(spacing) if resample_needed(geometry, spacing) => {
-            let size = resampled_size(geometry, spacing);
-            size.iter().product::<usize>() * size_of::<f32>()
-        }
-        _ => 0,
-    };
-    memory::sample().current_bytes + resampled as u64
-}
-
-/// What a run on a model grid of `size` holds beside its windows, in proportion to the study:
-/// the main pass's stitched output maps (an `f32` per cell and channel, and a weight per cell
-/// when blending), the lung field's mask when the card has one, and, with the coarse pass,
-/// its grid and maps and a bound on its windows. The calibration fits the rest, so a study
-/// larger than the calibration's is predicted with its own maps. On a GPU they are host
-/// memory, outside what the forecast bounds: nothing.
-///
-/// ```
-/// # use tessera_plan::request::{DetectConfig, held_bytes};
-/// # use tessera_plan::model::Model;
-/// # for dir in tessera_plan::model::shipped_model_dirs().unwrap_or_default() {
-/// let model = Model::load(&dir).unwrap();
-/// let mut config = DetectConfig::defaults_for(&model);
-/// let (small, large) = ([100, 100, 100], [200, 200, 200]);
-/// let maps = |size| held_bytes(size, &model, &config).maps_bytes;
-/// assert!(maps(large) > 7 * maps(small));
-/// config.coarse_pass = false;
-/// assert!(held_bytes(small, &model, &config).coarse.is_none());
-/// # }
-/// ```
-pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> HeldMemory {
-    if config.device != Device::Cpu {
-        return HeldMemory::default();
-    }
-    let card = &model.card;
-    let stride = card.grid().stride.max(1);
-    let weight = usize::from(config.tile.blend != BlendMode::Halo);
-    let channels = card.heads().iter().map(|h| h.channels).sum::<usize>() + weight;
-    let maps = |size: [usize; 3]| {
-        size.iter().map(|n| n.div_ceil(stride)).product::<usize>() * channels * size_of::<f32>()
-    };
-    let coarse = card
-        .coarse_pass
-        .as_ref()
-        .filter(|_| config.coarse_pass)
-        .map(|coarse| {
-            // Never under `resample::resampled_size` of the study (which this has not got).
-            // Without a card spacing the grid is the study's own: bound it by the main grid.
-            let ratio = card.target_spacing_mm.unwrap_or(coarse.spacing_mm);
-            let coarse_size: [usize; 3] = std::array::from_fn(|a| {
-                (size[a] as f64 * ratio[a] / coarse.spacing_mm[a]).ceil() as usize
-            });
-            let grid_bytes = coarse_size.iter().product::<usize>() * size_of::<f32>();
-            CoarseMemory {
-                held_bytes: (grid_bytes + maps(coarse_size)) as u64,
-                // Its plan pads the grid to the stride; no window is larger.
-                window_voxels: coarse_size
-                    .iter()
-                    .map(|n| n.div_ceil(stride) * stride)
-                    .product(),
-            }
-        });
-    HeldMemory {
-        maps_bytes: maps(size) as u64,
-        // A byte per voxel of the grid (`lung::LungField`).
-        lung_field_bytes: if card.lung_field {
-            size.iter().product::<usize>() as u64
-        } else {
-            0
-        },
-        coarse,
-    }
 }
 
 /// Why no patch was chosen for a memory budget.
@@ -262,15 +170,6 @@ pub fn model_geometry(geometry: &Geometry, model: &Model) -> Geometry {
         Some(spacing) => resampled_geometry(geometry, spacing),
         None => geometry.clone(),
     }
-}
-
-/// The memory coefficients the card records for this kind of device, if any.
-pub fn card_memory_model(model: &Model, device: Device) -> Option<MemoryModel> {
-    let key = match device {
-        Device::Cpu => "cpu",
-        Device::Cuda(_) | Device::TensorRt(_) => "cuda",
-    };
-    model.card.memory.get(key).map(|m| m.model)
 }
 
 /// How the patch of a run is chosen.

@@ -3,10 +3,9 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use tessera_plan::plan::{
-    BlendMode, CoarseMemory, HeldMemory, MemoryForecast, MemoryModel, ModelGrid, PlanError,
-    TilePlan, TileSpec, parse_bytes,
-};
+use tessera_plan::memory::forecast::{CoarseMemory, HeldMemory, MemoryForecast};
+use tessera_plan::memory::line::MemoryModel;
+use tessera_plan::plan::{BlendMode, ModelGrid, PlanError, TilePlan, TileSpec, parse_bytes};
 
 const GRID: ModelGrid = ModelGrid {
     stride: 2,
@@ -340,8 +339,9 @@ fn forecast(fixed_bytes: f64, bytes_per_voxel: f64, baseline_bytes: u64) -> Memo
 /// over a bound calibrated on the demo's 287x287x255 before it was).
 #[test]
 fn the_forecast_counts_the_maps_and_coarse_grid_the_study_holds() {
+    use tessera_plan::memory::forecast::held_bytes;
     use tessera_plan::model::{Model, shipped_model_dirs};
-    use tessera_plan::request::{DetectConfig, held_bytes, plan_for};
+    use tessera_plan::request::{DetectConfig, plan_for};
     let dir = shipped_model_dirs()
         .unwrap()
         .into_iter()

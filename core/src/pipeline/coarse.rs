@@ -11,9 +11,10 @@ use super::{Event, Pass, PipelineError, Runner, decode};
 use crate::detect::{Candidate, ModelGridBox};
 use crate::grid_map::GridMap;
 use crate::infer::Engine;
+use crate::memory::forecast::held_bytes;
+use crate::memory::measured::PassMemory;
 use crate::model::CoarsePass;
 use crate::plan::{BlendMode, TilePlan, TileSpec};
-use crate::request::held_bytes;
 use crate::resample::resample;
 use crate::volume::Volume;
 
@@ -27,17 +28,10 @@ pub struct CoarseStats {
     pub seconds: f64,
     /// Its findings of the card's `min_size_mm` or more, added to the main pass's candidates.
     pub candidates: usize,
-    /// What it holds while it runs, as the plan's forecast counts it (`request::held_bytes`):
-    /// its grid and stitched maps.
-    #[serde(default)]
-    pub held_memory_bytes: u64,
-    /// Its largest window, voxels.
-    #[serde(default)]
-    pub largest_window_voxels: usize,
-    /// Its memory peak, from the main windows' end (their decoding, its grid's resampling) to
-    /// its own decoding.
-    #[serde(default)]
-    pub peak_memory_bytes: u64,
+    /// What it held, its largest window and its peak (flattened: the keys stay in
+    /// `coarse`).
+    #[serde(flatten)]
+    pub memory: PassMemory,
 }
 
 impl Runner<'_> {
@@ -98,13 +92,15 @@ impl Runner<'_> {
             windows: plan.windows.len(),
             seconds: elapsed_s,
             candidates: large.len(),
-            held_memory_bytes: held_bytes(input.geometry.size, self.model, self.config)
-                .coarse
-                .map_or(0, |c| c.held_bytes),
-            largest_window_voxels: plan.windows.iter().map(|w| w.voxels()).max().unwrap_or(0),
-            peak_memory_bytes: windows_peak_bytes
-                .max(memory.peak_bytes)
-                .max(resampled_peak_bytes),
+            memory: PassMemory {
+                held_memory_bytes: held_bytes(input.geometry.size, self.model, self.config)
+                    .coarse
+                    .map_or(0, |c| c.held_bytes),
+                largest_window_voxels: plan.largest_window_voxels(),
+                peak_memory_bytes: windows_peak_bytes
+                    .max(memory.peak_bytes)
+                    .max(resampled_peak_bytes),
+            },
         });
         observer(&Event::CoarseFinished {
             candidates: large.len(),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::MemoryModel;
+use super::line::MemoryModel;
 
 /// `memory_model.json`: a calibration, and what it was measured on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
