@@ -30,7 +30,7 @@ use crate::volume::{Geometry, StudyVoxelBox, Volume};
 
 mod coarse;
 
-use crate::memory::forecast::held_bytes;
+use crate::memory::forecast::{HeldMemory, held_bytes};
 pub use crate::request::{
     BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch, model_geometry,
     plan_for, resample_for, resolve_patch,
@@ -266,11 +266,8 @@ fn run(
         Some(Err(reason)) => format!("{} ({reason})", config.device),
         None => format!("CPU ({} threads)", config.threads),
     };
-    let memory = RunMemory::started(
-        baseline_memory_bytes,
-        &held_bytes(input.geometry.size, model, config),
-        plan.largest_window_voxels(),
-    );
+    let held = held_bytes(input.geometry.size, model, config);
+    let memory = RunMemory::started(baseline_memory_bytes, &held, plan.largest_window_voxels());
     let stats = RunStats::new(plan.windows.len(), device_name, memory);
     let mut runner = Runner {
         model,
@@ -278,6 +275,7 @@ fn run(
         options,
         cancel,
         gpu,
+        held,
         stats,
     };
     let (maps, _) = runner.windows(&plan, input, &mut engine, Pass::Main(observer))?;
@@ -431,6 +429,8 @@ struct Runner<'a> {
     options: EngineOptions<'a>,
     cancel: &'a CancelToken,
     gpu: Option<Result<GpuProbe, String>>,
+    /// What the run holds beside its windows, as its forecast counts it.
+    held: HeldMemory,
     stats: RunStats,
 }
 

@@ -81,13 +81,17 @@ pub struct SweepArgs {
 pub struct Row {
     pub label: String,
     pub patch: [usize; 3],
-    pub largest_window_voxels: usize,
     pub report: DetectionReport,
     pub parity: Option<ParityReport>,
     pub wall_s: f64,
 }
 
 impl Row {
+    /// Its largest main window, as the run recorded it.
+    fn largest_window_voxels(&self) -> usize {
+        self.report.stats.memory.windows_largest_voxels
+    }
+
     /// Its memory, as the calibration reads it.
     fn measured(&self) -> MeasuredRun {
         self.report.stats.measured()
@@ -289,7 +293,7 @@ fn chart_data(rows: &[Row]) -> ChartData {
         points: rows
             .iter()
             .map(|r| ChartPoint {
-                largest_window_voxels: r.largest_window_voxels,
+                largest_window_voxels: r.largest_window_voxels(),
                 peak_bytes: r.report.stats.memory.peak_memory_bytes,
                 inference_s: r.report.stats.inference_s,
             })
@@ -396,11 +400,9 @@ fn sweep(
                 format_size(patch)
             );
         }
-        let plan = pipeline::plan_for(size, &model, &config(args, &model, patch), 0)?;
         rows.push(Row {
             label,
             patch,
-            largest_window_voxels: plan.largest_window_voxels(),
             report: DetectionReport::read_json(&out)?,
             parity: None,
             wall_s: started.elapsed().as_secs_f64(),
@@ -511,7 +513,7 @@ fn csv(rows: &[Row], memory: Option<&MemoryModel>) -> String {
             format_size(r.patch),
             r.report.stats.windows,
             r.report.plan.recompute_factor,
-            r.largest_window_voxels,
+            r.largest_window_voxels(),
             r.report.stats.memory.peak_memory_bytes,
             memory.map_or(String::new(), |m| r.predicted_bytes(m).to_string()),
             r.report.stats.inference_s,

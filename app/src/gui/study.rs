@@ -249,7 +249,8 @@ pub struct Study {
     pub window: WindowLevel,
     pub views: [ViewTransform; 3],
     pub maximised: Option<Plane>,
-    /// The view under the pointer in the last frame: where scroll keys go.
+    /// The view under the pointer this frame (set while the views are drawn): where the
+    /// scroll keys go.
     pub hovered: Option<Plane>,
     /// Wheel scroll not yet a whole slice (a touchpad's small steps).
     pub(super) wheel_carried: f32,

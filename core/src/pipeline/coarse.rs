@@ -11,7 +11,6 @@ use super::{Event, Pass, PipelineError, Runner, decode};
 use crate::detect::{Candidate, ModelGridBox};
 use crate::grid_map::GridMap;
 use crate::infer::Engine;
-use crate::memory::forecast::held_bytes;
 use crate::memory::measured::PassMemory;
 use crate::model::CoarsePass;
 use crate::plan::{BlendMode, TilePlan, TileSpec};
@@ -93,9 +92,7 @@ impl Runner<'_> {
             seconds: elapsed_s,
             candidates: large.len(),
             memory: PassMemory {
-                held_memory_bytes: held_bytes(input.geometry.size, self.model, self.config)
-                    .coarse
-                    .map_or(0, |c| c.held_bytes),
+                held_memory_bytes: self.held.coarse.map_or(0, |c| c.held_bytes),
                 largest_window_voxels: plan.largest_window_voxels(),
                 peak_memory_bytes: windows_peak_bytes
                     .max(memory.peak_bytes)
