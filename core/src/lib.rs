@@ -2,7 +2,8 @@
 //!
 //! The layers, each a crate that Cargo keeps from importing upwards (see `ARCHITECTURE.md`):
 //! `tessera-dicom` (files to [`volume`]) -> `tessera-plan` ([`model`] card, [`plan`],
-//! [`stitch`], [`resample`], [`detect`], [`lung`], [`extent`]; no runtime) ->
+//! [`stitch`], [`resample`], [`orient`], [`detect`], [`retina`], [`lung`], [`extent`]; no
+//! runtime) ->
 //! `tessera-infer` ([`infer`], ONNX Runtime) -> this crate: the [`pipeline`] that drives them,
 //! the [`rescore`] stage, [`report`] files, [`parity`], [`evaluate`] and the [`phantom`].
 //! The lower crates' modules are re-exported here under their own names, so that the app and
@@ -23,5 +24,6 @@ pub use tessera_dicom::{dicom, geometry, io, lidc, npy, view, volume};
 pub use tessera_infer as infer;
 pub use tessera_pacs as pacs;
 pub use tessera_plan::{
-    detect, device, extent, grid_map, lung, memory, model, plan, request, resample, stitch,
+    detect, device, extent, grid_map, lung, memory, model, orient, plan, request, resample, retina,
+    stitch,
 };

@@ -25,7 +25,8 @@ use crate::memory::probe::{self as memory, MemorySample};
 use crate::model::{Model, ModelCard, OutputFamily, Precision};
 use crate::plan::{PlanError, TilePlan, Window};
 use crate::rescore::rescore;
-use crate::stitch::{Maps, Stitcher};
+use crate::retina::decode_retinanet;
+use crate::stitch::{HeadGrid, Maps, Stitcher, Weighting};
 use crate::volume::{Geometry, StudyVoxelBox, Volume};
 
 mod coarse;
@@ -292,7 +293,11 @@ fn run(
         let large = runner.coarse(spec, volume, input, &mut engine, decode_threshold, observer)?;
         peaks.extend(large);
     }
-    let boxes = nms(peaks, config.nms_iou);
+    // A RetinaNet's decoder suppressed overlaps already, at its card's threshold, as MONAI does.
+    let boxes = match card.output_family {
+        OutputFamily::Retinanet => peaks,
+        OutputFamily::Centernet | OutputFamily::Segmentation => nms(peaks, config.nms_iou),
+    };
     let (kept, mut lungs) = if card.lung_field {
         let (kept, field, stats) = lung_field(input, boxes, config.keep_outside_lungs);
         (kept, Some((field, stats)))
@@ -334,7 +339,10 @@ fn run(
         input_warnings: volume.warnings.clone(),
         filled_slices: volume.filled_slices.clone(),
         model_geometry: input.geometry.clone(),
-        maps,
+        maps: match &card.retinanet {
+            Some(spec) => crate::retina::score_map(spec, &maps.heads),
+            None => maps,
+        },
         lung_field,
     })
 }
@@ -347,9 +355,13 @@ fn decode(
     threshold: f32,
     size: [usize; 3],
 ) -> (Vec<Candidate>, usize) {
-    match card.output_family {
-        OutputFamily::Centernet => decode_centernet(maps, threshold, size),
-        OutputFamily::Segmentation => decode_segmentation(maps, threshold, size),
+    match (card.output_family, &card.retinanet) {
+        (OutputFamily::Retinanet, Some(spec)) => {
+            decode_retinanet(spec, &maps.heads, threshold, size)
+        }
+        (OutputFamily::Retinanet, None) => (Vec::new(), 0), // refused at load
+        (OutputFamily::Centernet, _) => decode_centernet(maps, threshold, size),
+        (OutputFamily::Segmentation, _) => decode_segmentation(maps, threshold, size),
     }
 }
 
@@ -495,8 +507,21 @@ impl Runner<'_> {
         mut pass: Pass<'_>,
     ) -> Result<(Maps, u64), PipelineError> {
         let main = matches!(pass, Pass::Main(_));
-        let channels: Vec<usize> = self.model.card.heads().iter().map(|h| h.channels).collect();
-        let mut stitcher = Stitcher::new(plan, &channels);
+        let card = &self.model.card;
+        let heads: Vec<HeadGrid> = card
+            .heads()
+            .iter()
+            .map(|h| HeadGrid {
+                channels: h.channels,
+                stride: h.stride,
+            })
+            .collect();
+        // A MONAI model is blended as MONAI blends it.
+        let weighting = match card.output_family {
+            OutputFamily::Retinanet => Weighting::MonaiChained,
+            OutputFamily::Centernet | OutputFamily::Segmentation => Weighting::Cells,
+        };
+        let mut stitcher = Stitcher::new(plan, &heads, weighting);
         let mut pass_peak_bytes = 0;
         let total = plan.windows.len();
         for window in &plan.windows {
@@ -548,7 +573,11 @@ impl Runner<'_> {
         }
         // The last window's peak is in; what follows is measured from here.
         memory::reset_peak();
-        Ok((stitcher.finish(), pass_peak_bytes))
+        let maps = Maps {
+            stride: card.stride.per_axis(),
+            heads: stitcher.finish(),
+        };
+        Ok((maps, pass_peak_bytes))
     }
 
     /// The stage's scores for the best of `boxes`, best first (the rest are dropped).

@@ -76,8 +76,7 @@ fn run(volume: &Volume, model: &Model, config: &DetectConfig) -> DetectionReport
 /// A patch covering the volume on the model's grid (after resampling).
 fn whole_patch(volume: &Volume, model: &Model) -> [usize; 3] {
     let size = pipeline::model_geometry(&volume.geometry, model).size;
-    let s = model.card.stride;
-    size.map(|n| n.div_ceil(s) * s)
+    model.card.grid().padded(size)
 }
 
 /// Tiled runs at `patches` in `blend` against the whole-volume run, within `tolerances`.

@@ -46,12 +46,14 @@ pub struct DetectArgs {
     #[arg(long, value_parser = parse_size, value_name = "XxYxZ")]
     pub patch: Option<[usize; 3]>,
     /// Fraction of a window shared with its neighbour, in [0, 1) (gaussian and constant
-    /// blending; halo derives its overlap from the receptive field).
-    #[arg(long, default_value_t = 0.25, value_parser = flags::overlap, value_name = "FRACTION")]
-    pub overlap: f64,
-    /// How overlapping windows combine.
-    #[arg(long, default_value = "halo", value_parser = flags::blend())]
-    pub blend: BlendMode,
+    /// blending; halo derives its overlap from the receptive field). Default: the card's
+    /// tiling, else 0.25.
+    #[arg(long, value_parser = flags::overlap, value_name = "FRACTION")]
+    pub overlap: Option<f64>,
+    /// How overlapping windows combine. Default: the card's tiling (a MONAI bundle's own
+    /// sliding window), else halo.
+    #[arg(long, value_parser = flags::blend())]
+    pub blend: Option<BlendMode>,
     /// Where inference runs: cpu, cuda:N or tensorrt:N (N: the GPU's index). A GPU that
     /// cannot be used is an error, never a silent fall back to the CPU.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
@@ -193,8 +195,8 @@ fn config(
     DetectConfig {
         tile: TileSpec {
             patch: args.patch.unwrap_or(defaults.tile.patch),
-            overlap: args.overlap,
-            blend: args.blend,
+            overlap: args.overlap.unwrap_or(defaults.tile.overlap),
+            blend: args.blend.unwrap_or(defaults.tile.blend),
             allow_single_pass: args.allow_single_pass,
             memory_budget_bytes: args.memory_budget,
         },

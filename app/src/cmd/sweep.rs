@@ -17,7 +17,7 @@ use tessera_core::memory::measured::MeasuredRun;
 use tessera_core::model::Model;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 use tessera_core::pipeline::{self, DetectConfig, PatchChoice};
-use tessera_core::plan::{BlendMode, format_bytes, parse_bytes};
+use tessera_core::plan::{BlendMode, ModelGrid, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
 use tessera_core::volume::format_size;
 
@@ -196,8 +196,7 @@ fn patches_to_sweep(
             .map(|p| parse_size(p.trim()).map_err(anyhow::Error::msg))
             .collect();
     }
-    let stride = model.card.stride;
-    let mut list = derived_patches(whole, stride, model.card.receptive_radius());
+    let mut list = derived_patches(whole, model.card.grid());
     if let Some(budget_bytes) = args.memory_budget
         && let Ok(chosen) = pipeline::resolve_patch(
             geometry,
@@ -366,8 +365,7 @@ fn sweep(
         outputs,
     } = setup(args)?;
     let size = pipeline::model_geometry(&geometry, &model).size;
-    let stride = model.card.stride;
-    let whole = size.map(|n| n.div_ceil(stride) * stride);
+    let whole = model.card.grid().padded(size);
     let runs = runs_to_make(args, &geometry, &model, whole)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -461,20 +459,29 @@ fn sweep(
 }
 
 /// Full axial context at decreasing depths, then narrower x/y at a middle depth.
-fn derived_patches(whole: [usize; 3], stride: usize, radius: usize) -> Vec<[usize; 3]> {
-    let halo = radius.div_ceil(stride) * stride;
-    let minimum = 2 * halo + 2 * stride;
-    let on_stride = |v: usize| (v / stride * stride).max(minimum);
+fn derived_patches(whole: [usize; 3], grid: ModelGrid) -> Vec<[usize; 3]> {
+    // A window that depends on all of itself keeps no core, so needs no halo.
+    let halo = |a: usize| {
+        if grid.window_dependent {
+            0
+        } else {
+            grid.halo_along(a)
+        }
+    };
+    let on_stride = |a: usize, v: usize| {
+        let s = grid.stride_along(a);
+        (v / s * s).max(2 * halo(a) + 2 * s)
+    };
     let mut out = Vec::new();
     for fraction in [0.75, 0.5, 0.375, 0.25] {
-        let z = on_stride((whole[2] as f64 * fraction) as usize);
+        let z = on_stride(2, (whole[2] as f64 * fraction) as usize);
         out.push([whole[0], whole[1], z]);
     }
-    let mid = on_stride(whole[2] / 2);
+    let mid = on_stride(2, whole[2] / 2);
     for fraction in [0.5, 0.375] {
         out.push([
-            on_stride((whole[0] as f64 * fraction) as usize),
-            on_stride((whole[1] as f64 * fraction) as usize),
+            on_stride(0, (whole[0] as f64 * fraction) as usize),
+            on_stride(1, (whole[1] as f64 * fraction) as usize),
             mid,
         ]);
     }

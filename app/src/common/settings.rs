@@ -75,11 +75,14 @@ pub struct Places {
     pub reviews: Option<PathBuf>,
     /// Studies retrieved from a PACS, one folder per study and series.
     pub retrieved: PathBuf,
+    /// The user's own models (e.g. a converted MONAI bundle), one folder with a `model.json`
+    /// each: the viewer lists them after the shipped ones.
+    pub models: Option<PathBuf>,
 }
 
 impl Places {
-    /// `$XDG_CONFIG_HOME/tessera/settings.json` and `$XDG_DATA_HOME/tessera/reviews/`
-    /// (defaults `~/.config`, `~/.local/share`).
+    /// `$XDG_CONFIG_HOME/tessera/settings.json`, `$XDG_DATA_HOME/tessera/reviews/` and
+    /// `$XDG_DATA_HOME/tessera/models/` (defaults `~/.config`, `~/.local/share`).
     pub fn user() -> Self {
         let var = |name: &str| {
             std::env::var_os(name)
@@ -91,18 +94,36 @@ impl Places {
         let data = var("XDG_DATA_HOME").or_else(|| home.as_ref().map(|h| h.join(".local/share")));
         Self {
             settings: config.map(|c| c.join("tessera/settings.json")),
-            reviews: data.map(|d| d.join("tessera/reviews")),
+            reviews: data.as_ref().map(|d| d.join("tessera/reviews")),
             retrieved: super::demo::cache_root().join("pacs"),
+            models: data.map(|d| d.join("tessera/models")),
         }
     }
 
-    /// Both under `dir` (tests).
+    /// All under `dir` (tests).
     pub fn under(dir: &Path) -> Self {
         Self {
             settings: Some(dir.join("settings.json")),
             reviews: Some(dir.join("reviews")),
             retrieved: dir.join("pacs"),
+            models: Some(dir.join("models")),
         }
+    }
+
+    /// The models a run can choose from: the shipped ones, then the user's models folder's
+    /// (each folder there with a `model.json`), each group sorted by name.
+    pub fn installed_models(&self) -> Vec<PathBuf> {
+        let mut found = tessera_core::model::shipped_model_dirs().unwrap_or_default();
+        if let Some(Ok(entries)) = self.models.as_ref().map(std::fs::read_dir) {
+            let mut own: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.join("model.json").is_file())
+                .collect();
+            own.sort();
+            found.extend(own);
+        }
+        found
     }
 
     /// The settings, or the defaults when there is no file yet.
@@ -165,6 +186,29 @@ mod tests {
         places.save_settings(&settings)?;
         assert_eq!(places.load_settings()?, settings);
         assert_eq!(Places::default().load_settings()?, Settings::default());
+        Ok(())
+    }
+
+    #[test]
+    fn a_users_models_follow_the_shipped_ones_and_folders_without_a_card_are_not_listed()
+    -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let places = Places::under(dir.path());
+        let shipped = tessera_core::model::shipped_model_dirs()?;
+        assert_eq!(places.installed_models(), shipped, "no models folder yet");
+        let own = dir.path().join("models");
+        for name in ["monai-lung-nodule", "a-converted-bundle", "not-a-model"] {
+            std::fs::create_dir_all(own.join(name))?;
+        }
+        for name in ["monai-lung-nodule", "a-converted-bundle"] {
+            std::fs::write(own.join(name).join("model.json"), "{}")?;
+        }
+        let listed = places.installed_models();
+        assert_eq!(listed[..shipped.len()], shipped[..]);
+        assert_eq!(
+            listed[shipped.len()..],
+            [own.join("a-converted-bundle"), own.join("monai-lung-nodule")]
+        );
         Ok(())
     }
 }

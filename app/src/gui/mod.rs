@@ -187,6 +187,8 @@ impl TesseraApp {
 
     /// Where settings and reviews are kept (the user's folders; tests give a temporary one).
     pub fn use_places(&mut self, places: crate::common::settings::Places) {
+        self.run_panel
+            .set_models(places.installed_models(), places.models.clone());
         let (reading, problem) = reading::Reading::new(places);
         self.review.reading = reading;
         if let Some(problem) = problem {

@@ -80,6 +80,8 @@ impl std::fmt::Debug for Msg {
 #[derive(Debug)]
 pub struct RunPanel {
     pub models: Vec<PathBuf>,
+    /// The user's models folder, whose models the picker marks.
+    own_models: Option<PathBuf>,
     pub model_index: usize,
     model: Option<Result<Arc<Model>, String>>,
     pub patch: [usize; 3],
@@ -121,6 +123,7 @@ impl RunPanel {
         let defaults = DetectConfig::new([64, 64, 32]);
         let mut panel = Self {
             models,
+            own_models: None,
             model_index,
             model: None,
             patch: defaults.tile.patch,
@@ -144,6 +147,30 @@ impl RunPanel {
         panel
     }
 
+    /// Lists `models` (the shipped ones and those in `own_folder`), keeping the chosen one
+    /// when it is still there.
+    pub fn set_models(&mut self, models: Vec<PathBuf>, own_folder: Option<PathBuf>) {
+        let chosen = self.models.get(self.model_index).cloned();
+        self.models = models;
+        self.own_models = own_folder;
+        let index = chosen
+            .and_then(|c| self.models.iter().position(|m| *m == c))
+            .unwrap_or(0);
+        self.select_model(index);
+    }
+
+    /// The picker's name for model folder `dir`: its folder's name, marked when it is one of
+    /// the user's.
+    fn model_label(&self, dir: &std::path::Path) -> String {
+        let name = dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        match &self.own_models {
+            Some(own) if dir.parent() == Some(own.as_path()) => format!("{name} (your models)"),
+            _ => name,
+        }
+    }
+
     pub fn is_running(&self) -> bool {
         self.job.is_some()
     }
@@ -161,7 +188,13 @@ impl RunPanel {
                     .map_err(|e| format!("{:#}", anyhow::Error::from(e)))
             });
         if let Some(Ok(model)) = &self.model {
-            self.patch = DetectConfig::defaults_for(model).tile.patch;
+            let defaults = DetectConfig::defaults_for(model).tile;
+            self.patch = defaults.patch;
+            // A card's own tiling (a MONAI bundle's sliding window) comes with it.
+            if model.card.tiling.is_some() {
+                self.blend = defaults.blend;
+                self.overlap = defaults.overlap;
+            }
         }
         self.update_model_grid();
     }
@@ -413,14 +446,7 @@ impl RunPanel {
     }
 
     fn settings_ui(&mut self, ui: &mut Ui) {
-        let names: Vec<String> = self
-            .models
-            .iter()
-            .map(|p| {
-                p.file_name()
-                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-            })
-            .collect();
+        let names: Vec<String> = self.models.iter().map(|p| self.model_label(p)).collect();
         let mut index = self.model_index;
         egui::ComboBox::from_label("model")
             .selected_text(names.get(index).cloned().unwrap_or_default())
@@ -434,10 +460,14 @@ impl RunPanel {
         }
         ui.horizontal(|ui| {
             let stride = match &self.model {
-                Some(Ok(m)) => m.card.stride,
-                _ => 1,
+                Some(Ok(m)) => m.card.stride.per_axis(),
+                _ => [1; 3],
             };
-            for (axis, v) in ["x", "y", "z"].iter().zip(self.patch.iter_mut()) {
+            for ((axis, v), stride) in ["x", "y", "z"]
+                .iter()
+                .zip(self.patch.iter_mut())
+                .zip(stride)
+            {
                 ui.add(
                     egui::DragValue::new(v)
                         .range(stride..=2048)

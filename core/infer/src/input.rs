@@ -133,6 +133,7 @@ mod tests {
             layout: "NCDHW".into(),
             hu_window: [-1000.0, 400.0],
             normalisation: String::new(),
+            orientation: None,
         };
         let window = Window {
             index: 0,
@@ -170,6 +171,7 @@ mod tests {
             layout: "NCDHW".into(),
             hu_window: [-1000.0, 400.0],
             normalisation: String::new(),
+            orientation: None,
         };
         (Voxels::I16(a), spec)
     }

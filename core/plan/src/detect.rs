@@ -76,13 +76,13 @@ pub fn decode_centernet(
 ) -> (Vec<Candidate>, usize) {
     let [heat, size, offset] = [&maps.heads[0], &maps.heads[1], &maps.heads[2]];
     let heat = heat.index_axis(Axis(0), 0);
-    let stride = maps.stride as f64;
+    let stride = maps.stride.map(|s| s as f64);
     let mut boxes: Vec<Candidate> = local_maxima(&heat, threshold)
         .into_iter()
         .map(|(z, y, x, score)| {
             let cell = [x, y, z];
             let center = std::array::from_fn(|a| {
-                (cell[a] as f64 + f64::from(offset[[a, z, y, x]])) * stride
+                (cell[a] as f64 + f64::from(offset[[a, z, y, x]])) * stride[a]
             });
             let extent = std::array::from_fn(|a| f64::from(size[[a, z, y, x]]).max(1.0));
             Candidate {
@@ -113,7 +113,7 @@ pub fn decode_segmentation(
 ) -> (Vec<Candidate>, usize) {
     let prob = maps.heads[0].index_axis(Axis(0), 0);
     let (nz, ny, nx) = prob.dim();
-    let stride = maps.stride as f64;
+    let stride = maps.stride.map(|s| s as f64);
     let mut label = Array3::<u32>::zeros((nz, ny, nx));
     let mut boxes = Vec::new();
     let mut stack = Vec::new();
@@ -149,9 +149,9 @@ pub fn decode_segmentation(
             }
         }
         // Cell i covers input voxels [i * stride, (i + 1) * stride), clipped to the volume.
-        let min: [f64; 3] = std::array::from_fn(|a| lo[a] as f64 * stride);
+        let min: [f64; 3] = std::array::from_fn(|a| lo[a] as f64 * stride[a]);
         let max: [f64; 3] =
-            std::array::from_fn(|a| ((hi[a] + 1) as f64 * stride).min(volume_size[a] as f64));
+            std::array::from_fn(|a| ((hi[a] + 1) as f64 * stride[a]).min(volume_size[a] as f64));
         if (0..3).any(|a| max[a] <= min[a]) {
             continue;
         }
@@ -279,7 +279,7 @@ mod tests {
             size[[0, *z, *y, *x]] = 6.0;
         }
         Maps {
-            stride: 2,
+            stride: [2; 3],
             heads: vec![heat, size, offset],
         }
     }
@@ -319,7 +319,7 @@ mod tests {
         // Diagonal neighbours are separate components (6-connectivity).
         prob[[0, 2, 2, 3]] = 0.8;
         let maps = Maps {
-            stride: 2,
+            stride: [2; 3],
             heads: vec![prob],
         };
         let (boxes, dropped) = decode_segmentation(&maps, 0.5, [12, 12, 9]);

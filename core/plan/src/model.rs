@@ -18,6 +18,9 @@ pub enum OutputFamily {
     Centernet,
     /// A probability map turned into boxes by connected components (e.g. nnU-Net exports).
     Segmentation,
+    /// MONAI's RetinaNet: classification and box-regression maps per pyramid level, each at
+    /// its own stride, decoded against anchors ([`RetinaSpec`], `crate::retina`).
+    Retinanet,
 }
 
 /// The input tensor.
@@ -30,6 +33,11 @@ pub struct InputSpec {
     pub hu_window: [f32; 2],
     #[serde(default)]
     pub normalisation: String,
+    /// The voxel order the network was trained on, as axis codes (`RAS`: x increases toward the
+    /// patient's right, y anterior, z superior). The model's grid is the study flipped to it;
+    /// `None`: the study's own order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orientation: Option<String>,
 }
 
 /// One output tensor.
@@ -53,8 +61,63 @@ pub struct Outputs {
 pub struct Head<'a> {
     pub name: &'a str,
     /// Channels of the `[1, channels, z, y, x]` output: 1 for a heatmap or probability map,
-    /// 3 (x, y, z) for the size and offset heads.
+    /// 3 (x, y, z) for the size and offset heads; anchors x classes or anchors x 6 for a
+    /// RetinaNet level's.
     pub channels: usize,
+    /// Input voxels per output cell, `[x, y, z]`.
+    pub stride: [usize; 3],
+}
+
+/// Input voxels per output cell, `[x, y, z]`; a card writes one number when the axes agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Stride {
+    Same(usize),
+    PerAxis([usize; 3]),
+}
+
+impl Stride {
+    pub fn per_axis(self) -> [usize; 3] {
+        match self {
+            Self::Same(s) => [s; 3],
+            Self::PerAxis(s) => s,
+        }
+    }
+}
+
+/// One pyramid level of a RetinaNet: its two outputs, its stride and its anchors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetinaLevel {
+    /// `[1, anchors x classes, z, y, x]` logits; channel `a * classes + k`.
+    pub classification: String,
+    /// `[1, anchors x 6, z, y, x]` box codes; channel `a * 6 + j`, `j` = dx, dy, dz, dw, dh, dd.
+    pub box_regression: String,
+    pub stride: [usize; 3],
+    /// The cell's anchors, `[x0, y0, z0, x1, y1, z1]` in input voxels about the cell's centre
+    /// (`index * stride + stride / 2`), as MONAI's anchor generator computes them.
+    pub anchors: Vec<[f64; 6]>,
+}
+
+/// How a RetinaNet's maps become boxes, as MONAI's `RetinaNetDetector` does it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetinaSpec {
+    pub num_classes: usize,
+    pub levels: Vec<RetinaLevel>,
+    pub box_coder_weights: [f64; 6],
+    /// The largest log size change a box code may apply (MONAI: `ln(1000 / 16)`).
+    pub box_transform_clip: f64,
+    pub topk_candidates_per_level: usize,
+    pub nms_threshold: f64,
+    pub detections_per_image: usize,
+    /// What MONAI pads the image to before the network, `[x, y, z]`.
+    pub size_divisible: [usize; 3],
+}
+
+/// How a card's model is tiled by default (a bundle's own sliding window).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tiling {
+    pub blend: crate::plan::BlendMode,
+    pub overlap: f64,
 }
 
 /// A card's memory calibration for one kind of device: the bound and what it was fitted on.
@@ -195,11 +258,24 @@ pub struct ModelCard {
     pub input: InputSpec,
     /// Spacing the model was trained at; input is resampled to it. `None`: native spacing.
     pub target_spacing_mm: Option<[f64; 3]>,
-    /// Total stride of the outputs relative to the input, in voxels (all axes).
-    pub stride: usize,
+    /// Total stride of the outputs relative to the input, in voxels: windows start on it and
+    /// the volume is padded to it (for a RetinaNet, the coarsest level's and `size_divisible`).
+    pub stride: Stride,
     /// Receptive field of one output cell, in input voxels (all axes).
     pub receptive_field_voxels: usize,
-    pub outputs: Outputs,
+    /// Why one window's outputs depend on all of the window (normalisation over it): halo mode
+    /// cannot be exact and is refused; the blending modes need no core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_dependent: Option<String>,
+    /// The heads of a CenterNet or segmentation model.
+    #[serde(default)]
+    pub outputs: Option<Outputs>,
+    /// The levels and decoding of a RetinaNet model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retinanet: Option<RetinaSpec>,
+    /// The tiling a run uses unless told otherwise; absent: exact halo tiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiling: Option<Tiling>,
     pub recommended_patch: [usize; 3],
     /// Default threshold on the detector's own scores.
     pub default_score_threshold: f32,
@@ -224,26 +300,48 @@ pub struct ModelCard {
 
 impl ModelCard {
     /// The heads the pipeline reads, in the order of the window outputs and the stitched maps:
-    /// the heatmap (1 channel), then for CenterNet the size and offset heads (3 each). The
-    /// engine checks them against the ONNX graph when it loads.
+    /// the heatmap (1 channel), then for CenterNet the size and offset heads (3 each); for a
+    /// RetinaNet every level's classification, then every level's box regression. The engine
+    /// checks them against the ONNX graph when it loads ([`Model::load`] checks that the
+    /// family's section is there).
     pub fn heads(&self) -> Vec<Head<'_>> {
-        let heatmap = Head {
-            name: &self.outputs.heatmap.name,
-            channels: 1,
-        };
-        match self.output_family {
-            OutputFamily::Segmentation => vec![heatmap],
-            OutputFamily::Centernet => std::iter::once(heatmap)
-                .chain(
-                    [&self.outputs.size, &self.outputs.offset]
-                        .into_iter()
-                        .flatten()
-                        .map(|spec| Head {
-                            name: &spec.name,
-                            channels: 3,
-                        }),
-                )
-                .collect(),
+        let stride = self.stride.per_axis();
+        fn head(spec: &OutputSpec, channels: usize, stride: [usize; 3]) -> Head<'_> {
+            Head {
+                name: &spec.name,
+                channels,
+                stride,
+            }
+        }
+        match (self.output_family, &self.outputs, &self.retinanet) {
+            (OutputFamily::Segmentation, Some(outputs), _) => {
+                vec![head(&outputs.heatmap, 1, stride)]
+            }
+            (OutputFamily::Centernet, Some(outputs), _) => {
+                std::iter::once(head(&outputs.heatmap, 1, stride))
+                    .chain(
+                        [&outputs.size, &outputs.offset]
+                            .into_iter()
+                            .flatten()
+                            .map(|spec| head(spec, 3, stride)),
+                    )
+                    .collect()
+            }
+            (OutputFamily::Retinanet, _, Some(retina)) => {
+                let anchors = |l: &RetinaLevel| l.anchors.len();
+                let classes = retina.levels.iter().map(|l| Head {
+                    name: &l.classification,
+                    channels: anchors(l) * retina.num_classes,
+                    stride: l.stride,
+                });
+                let boxes = retina.levels.iter().map(|l| Head {
+                    name: &l.box_regression,
+                    channels: anchors(l) * 6,
+                    stride: l.stride,
+                });
+                classes.chain(boxes).collect()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -255,8 +353,9 @@ impl ModelCard {
     /// What the model imposes on windows.
     pub fn grid(&self) -> crate::plan::ModelGrid {
         crate::plan::ModelGrid {
-            stride: self.stride,
+            stride: self.stride.per_axis(),
             receptive_radius: self.receptive_radius(),
+            window_dependent: self.window_dependent.is_some(),
         }
     }
 }
@@ -319,7 +418,7 @@ impl Model {
             reason,
         };
         let card: ModelCard = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-        if card.stride == 0 || card.receptive_field_voxels == 0 {
+        if card.stride.per_axis().contains(&0) || card.receptive_field_voxels == 0 {
             return Err(bad(
                 "stride and receptive_field_voxels must be positive".into()
             ));
@@ -356,11 +455,7 @@ impl Model {
         if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
             return Err(bad(format!("hu_window [{lo}, {hi}] is empty")));
         }
-        if card.output_family == OutputFamily::Centernet
-            && (card.outputs.size.is_none() || card.outputs.offset.is_none())
-        {
-            return Err(bad("a centernet model needs size and offset outputs".into()));
-        }
+        check_family(&card).map_err(bad)?;
         let onnx_path = dir.join(&card.model_file);
         let sha256 = checked_hash(&onnx_path, &card.sha256)?;
         for variant in card.variants.values() {
@@ -394,6 +489,23 @@ impl Model {
             sha256,
             rescore_file,
         })
+    }
+}
+
+/// What the card's output family needs from it.
+fn check_family(card: &ModelCard) -> Result<(), String> {
+    match (card.output_family, &card.outputs, &card.retinanet) {
+        (OutputFamily::Centernet, Some(o), _) if o.size.is_none() || o.offset.is_none() => {
+            Err("a centernet model needs size and offset outputs".into())
+        }
+        (OutputFamily::Centernet | OutputFamily::Segmentation, None, _) => {
+            Err("a centernet or segmentation model needs its outputs".into())
+        }
+        (OutputFamily::Retinanet, _, None) => {
+            Err("a retinanet model needs its retinanet section".into())
+        }
+        (OutputFamily::Retinanet, _, Some(retina)) => crate::retina::check(retina, card),
+        _ => Ok(()),
     }
 }
 
@@ -493,7 +605,7 @@ mod tests {
     #[test]
     fn shipped_test_model_loads_and_matches_its_hash() {
         let model = Model::load(&test_model_dir()).unwrap(); // ok: test code
-        assert_eq!(model.card.stride, 2);
+        assert_eq!(model.card.stride, Stride::Same(2));
         assert_eq!(model.card.receptive_radius(), 4);
         assert_eq!(model.sha256.len(), 64);
     }

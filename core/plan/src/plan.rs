@@ -75,8 +75,31 @@ pub struct TileSpec {
 /// What the model imposes on windows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelGrid {
-    pub stride: usize,
+    /// Windows start on multiples of it and the volume is padded to it, `[x, y, z]`.
+    pub stride: [usize; 3],
     pub receptive_radius: usize,
+    /// A window's outputs depend on all of it (normalisation over the window): no halo makes
+    /// a tile exact, so halo mode is refused, and blended windows need no core.
+    pub window_dependent: bool,
+}
+
+impl ModelGrid {
+    /// The stride along `axis`, at least 1.
+    pub fn stride_along(&self, axis: usize) -> usize {
+        self.stride[axis].max(1)
+    }
+
+    /// The receptive-field radius rounded up to the stride along `axis`: a halo mode window's
+    /// context on each side of its core.
+    pub fn halo_along(&self, axis: usize) -> usize {
+        let s = self.stride_along(axis);
+        self.receptive_radius.div_ceil(s) * s
+    }
+
+    /// `size` rounded up to the stride on every axis: the grid the windows cover.
+    pub fn padded(&self, size: [usize; 3]) -> [usize; 3] {
+        std::array::from_fn(|a| size[a].div_ceil(self.stride_along(a)) * self.stride_along(a))
+    }
 }
 
 /// Share of a memory budget kept free when choosing a patch (driver, display, other work).
@@ -105,7 +128,8 @@ pub fn choose_patch(
         BlendMode::Gaussian | BlendMode::Constant => budget.deepest_full_axial(),
     };
     chosen.ok_or_else(|| {
-        let smallest = budget.padded.map(|n| budget.smallest_side.min(n));
+        let smallest: [usize; 3] =
+            std::array::from_fn(|a| budget.smallest_side[a].min(budget.padded[a]));
         PlanError::NothingFits {
             smallest: format_size(smallest),
             predicted: format_bytes(memory.peak_bytes(smallest.iter().product())),
@@ -119,11 +143,11 @@ struct Budget<'a> {
     grid: ModelGrid,
     memory: &'a MemoryForecast,
     usable_bytes: f64,
-    stride: usize,
-    halo: usize,
+    stride: [usize; 3],
+    halo: [usize; 3],
     padded: [usize; 3],
     /// Below this a window has no core.
-    smallest_side: usize,
+    smallest_side: [usize; 3],
 }
 
 impl<'a> Budget<'a> {
@@ -133,16 +157,23 @@ impl<'a> Budget<'a> {
         memory: &'a MemoryForecast,
         budget_bytes: u64,
     ) -> Self {
-        let s = grid.stride.max(1);
-        let halo = grid.receptive_radius.div_ceil(s) * s;
+        let stride = std::array::from_fn(|a| grid.stride_along(a));
+        // A window that depends on all of itself keeps no core: only the stride bounds it.
+        let halo = std::array::from_fn(|a| {
+            if grid.window_dependent {
+                0
+            } else {
+                grid.halo_along(a)
+            }
+        });
         Self {
             grid,
             memory,
             usable_bytes: budget_bytes as f64 * (1.0 - BUDGET_HEADROOM),
-            stride: s,
+            stride,
             halo,
-            padded: std::array::from_fn(|a| volume_size[a].div_ceil(s) * s),
-            smallest_side: 2 * halo + 2 * s,
+            padded: grid.padded(volume_size),
+            smallest_side: std::array::from_fn(|a| 2 * halo[a] + 2 * stride[a]),
         }
     }
 
@@ -155,32 +186,37 @@ impl<'a> Budget<'a> {
         let mut xy: [usize; 2] = [padded[0], padded[1]];
         loop {
             // Deepest z first; below the full depth so that the volume is tiled.
-            let deepest = if padded[2] > s { padded[2] - s } else { s };
+            let deepest = if padded[2] > s[2] {
+                padded[2] - s[2]
+            } else {
+                s[2]
+            };
             let mut z = deepest;
-            while z >= smallest_side.min(deepest) {
+            while z >= smallest_side[2].min(deepest) {
                 if self.fits([xy[0], xy[1], z]) {
                     return Some([xy[0], xy[1], z]);
                 }
-                if z <= s {
+                if z <= s[2] {
                     break;
                 }
-                z -= s;
+                z -= s[2];
             }
-            if xy.iter().all(|v| *v <= smallest_side) {
+            if (0..2).all(|a| xy[a] <= smallest_side[a]) {
                 return None;
             }
             // Halve x/y (kept on the stride), never below the smallest useful side.
-            xy = xy.map(|v| ((v / 2).div_ceil(s) * s).max(smallest_side));
+            xy = std::array::from_fn(|a| ((xy[a] / 2).div_ceil(s[a]) * s[a]).max(smallest_side[a]));
         }
     }
 
-    /// The smallest stride-aligned side that covers `n` with `k` halo windows.
-    fn side_for(&self, n: usize, k: usize) -> usize {
+    /// The smallest stride-aligned side that covers `n` along `axis` with `k` halo windows.
+    fn side_for(&self, axis: usize, n: usize, k: usize) -> usize {
         if k <= 1 {
             return n;
         }
-        let side = (n + 2 * self.halo * (k - 1)).div_ceil(k);
-        side.div_ceil(self.stride) * self.stride
+        let (halo, s) = (self.halo[axis], self.stride[axis]);
+        let side = (n + 2 * halo * (k - 1)).div_ceil(k);
+        side.div_ceil(s) * s
     }
 
     fn fastest_exact(&self) -> Option<[usize; 3]> {
@@ -196,12 +232,12 @@ impl<'a> Budget<'a> {
         for (x, y) in self.axial_sides() {
             // Full x/y must split z, or it is one window.
             let whole_axial = x == self.padded[0] && y == self.padded[1];
-            let cap = self.padded[2].saturating_sub(if whole_axial { self.stride } else { 0 });
+            let cap = self.padded[2].saturating_sub(if whole_axial { self.stride[2] } else { 0 });
             let Some(z) = self.deepest_fitting_z(x * y, cap) else {
                 continue;
             };
-            let windows_z = halo_spans(self.padded[2], z, self.halo).len();
-            let patch = [x, y, self.side_for(self.padded[2], windows_z).min(z)];
+            let windows_z = halo_spans(self.padded[2], z, self.halo[2]).len();
+            let patch = [x, y, self.side_for(2, self.padded[2], windows_z).min(z)];
             let Ok(plan) = TilePlan::new(self.padded, self.grid, &spec(patch), None) else {
                 continue; // one window (not tiling), or a patch with no core
             };
@@ -219,18 +255,19 @@ impl<'a> Budget<'a> {
     /// Candidate x/y sides: each axis split into 1, 2, 3, ... halo windows of the smallest
     /// side that covers it, while a window keeps a core.
     fn axial_sides(&self) -> Vec<(usize, usize)> {
-        let per_axis = |n: usize| -> Vec<usize> {
+        let per_axis = |axis: usize| -> Vec<usize> {
+            let n = self.padded[axis];
             let mut sides = vec![n];
-            for k in 2..=n / self.stride {
-                let side = self.side_for(n, k);
-                if side < self.smallest_side || side >= *sides.last().unwrap_or(&n) {
+            for k in 2..=n / self.stride[axis] {
+                let side = self.side_for(axis, n, k);
+                if side < self.smallest_side[axis] || side >= *sides.last().unwrap_or(&n) {
                     break;
                 }
                 sides.push(side);
             }
             sides
         };
-        let (xs, ys) = (per_axis(self.padded[0]), per_axis(self.padded[1]));
+        let (xs, ys) = (per_axis(0), per_axis(1));
         xs.iter()
             .flat_map(|x| ys.iter().map(move |y| (*x, *y)))
             .collect()
@@ -245,9 +282,10 @@ impl<'a> Budget<'a> {
         } else {
             f64::INFINITY
         };
-        let z = (depth.clamp(0.0, cap as f64) as usize) / self.stride * self.stride;
+        let s = self.stride[2];
+        let z = (depth.clamp(0.0, cap as f64) as usize) / s * s;
         // Guard the float arithmetic with the forecast itself.
-        let shallowest = self.smallest_side.min(self.padded[2]);
+        let shallowest = self.smallest_side[2].min(self.padded[2]);
         (z >= shallowest && self.fits([axial, 1, z])).then_some(z)
     }
 }
@@ -311,6 +349,10 @@ pub enum PlanError {
         radius: usize,
         stride: usize,
     },
+    #[error(
+        "halo mode cannot be exact for this model: its windows' outputs depend on the whole window (normalisation over it; see the card's window_dependent), so no halo, whatever its size (receptive-field radius {radius} voxels), makes a tile equal the whole-volume run; use --blend constant or gaussian, as the model's own sliding window does"
+    )]
+    HaloNotExact { radius: usize },
     #[error("patch {patch} is not a multiple of the model stride {stride} along {axis}")]
     NotStrideAligned {
         patch: String,
@@ -356,12 +398,16 @@ impl TilePlan {
         if !(0.0..1.0).contains(&spec.overlap) {
             return Err(PlanError::BadOverlap(spec.overlap));
         }
-        let s = grid.stride.max(1);
-        let halo_one = grid.receptive_radius.div_ceil(s) * s;
-        let padded_size: [usize; 3] = std::array::from_fn(|a| volume_size[a].div_ceil(s) * s);
+        if grid.window_dependent && spec.blend == BlendMode::Halo {
+            return Err(PlanError::HaloNotExact {
+                radius: grid.receptive_radius,
+            });
+        }
+        let padded_size = grid.padded(volume_size);
         let mut spans: [Vec<Span>; 3] = Default::default();
         let mut halo = [0; 3];
         for a in 0..3 {
+            let (s, halo_one) = (grid.stride_along(a), grid.halo_along(a));
             let p = spec.patch[a];
             if p == 0 || !p.is_multiple_of(s) {
                 return Err(PlanError::NotStrideAligned {
@@ -371,7 +417,7 @@ impl TilePlan {
                 });
             }
             let n = padded_size[a];
-            let needs_halo = spec.blend == BlendMode::Halo || p < n;
+            let needs_halo = !grid.window_dependent && (spec.blend == BlendMode::Halo || p < n);
             if needs_halo && p < n && p <= 2 * halo_one {
                 return Err(PlanError::PatchTooSmall {
                     patch: patch_label,

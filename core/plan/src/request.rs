@@ -11,6 +11,7 @@ use crate::device::{CpuAllocator, Device};
 use crate::memory::forecast::{MemoryForecast, baseline_estimate_bytes, held_bytes, memory_model};
 use crate::memory::line::MemoryModel;
 use crate::model::{Model, Precision};
+use crate::orient::{flipped, flipped_geometry, flips_to};
 use crate::plan::{BlendMode, PlanError, TilePlan, TileSpec, choose_patch};
 use crate::resample::{ResampleError, resample, resampled_geometry};
 
@@ -83,9 +84,15 @@ impl DetectConfig {
     }
 
     /// What `tessera detect` and the viewer run without options: [`Self::new`] with the
-    /// card's recommended patch.
+    /// card's recommended patch,
+    /// and its tiling when it names one (a MONAI bundle's own sliding window).
     pub fn defaults_for(model: &Model) -> Self {
-        Self::new(model.card.recommended_patch)
+        let mut config = Self::new(model.card.recommended_patch);
+        if let Some(tiling) = model.card.tiling {
+            config.tile.blend = tiling.blend;
+            config.tile.overlap = tiling.overlap;
+        }
+        config
     }
 }
 
@@ -154,21 +161,38 @@ fn patch_for_budget(
     Ok((patch, forecast))
 }
 
-/// `volume` resampled to `model`'s grid; `None` when it is on that grid already (or the card
-/// asks for none).
+/// `volume` on `model`'s grid: resampled to the card's spacing, then flipped to the card's
+/// voxel order ([`crate::orient`]); `None` when it is on that grid already.
 pub fn resample_for(volume: &Volume, model: &Model) -> Result<Option<Volume>, ResampleError> {
-    match model.card.target_spacing_mm {
-        Some(spacing) => resample(volume, spacing),
-        None => Ok(None),
-    }
+    let resampled = match model.card.target_spacing_mm {
+        Some(spacing) => resample(volume, spacing)?,
+        None => None,
+    };
+    let Some(codes) = &model.card.input.orientation else {
+        return Ok(resampled);
+    };
+    let on_spacing = resampled.as_ref().unwrap_or(volume);
+    let flips = flips_to(&on_spacing.geometry, codes)?;
+    Ok(flipped(on_spacing, flips).or(resampled))
 }
 
-/// The grid `model` runs on for a volume of `geometry`: resampled to the card's spacing, or
-/// the volume's own when the card has none.
+/// The grid `model` runs on for a volume of `geometry`: resampled to the card's spacing (or
+/// the volume's own when the card has none), in the card's voxel order. A study that cannot
+/// be put in that order keeps its own (the run refuses it in [`resample_for`]).
 pub fn model_geometry(geometry: &Geometry, model: &Model) -> Geometry {
-    match model.card.target_spacing_mm {
+    let on_spacing = match model.card.target_spacing_mm {
         Some(spacing) => resampled_geometry(geometry, spacing),
         None => geometry.clone(),
+    };
+    match model
+        .card
+        .input
+        .orientation
+        .as_deref()
+        .map(|codes| flips_to(&on_spacing, codes))
+    {
+        Some(Ok(flips)) => flipped_geometry(&on_spacing, flips),
+        _ => on_spacing,
     }
 }
 

@@ -25,6 +25,8 @@ pub enum ResampleError {
     },
     #[error("spacing {0:?} mm is not three positive, finite numbers")]
     BadSpacing([f64; 3]),
+    #[error(transparent)]
+    Orient(#[from] crate::orient::OrientError),
 }
 
 /// The size of the grid [`resample`] would make, without making it (saturating: see

@@ -19,7 +19,7 @@ const GAUSSIAN_FLOOR: f32 = 1e-3;
 /// The full-volume output maps, each `[channels, z, y, x]` at the model's stride.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Maps {
-    pub stride: usize,
+    pub stride: [usize; 3],
     pub heads: Vec<Array4<f32>>,
 }
 
@@ -55,77 +55,150 @@ pub fn axis_weight_sum(plan: &TilePlan, axis: usize) -> Vec<f32> {
     sum
 }
 
+/// How a window's Gaussian weight reaches its output cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weighting {
+    /// [`weight_profile`] over the window's cells, floored per axis (Tessera's own).
+    Cells,
+    /// MONAI's `sliding_window_inference`: the Gaussian over the window's input voxels
+    /// (centred at `(n - 1) / 2`, sigma `n / 8`), the 3-D product clamped to at least 1e-3,
+    /// then resized (`nearest-exact`) to each output in turn, each from the previous output's
+    /// weights (MONAI reassigns them): a RetinaNet's box heads, after its coarsest class head,
+    /// get that head's weights upsampled.
+    MonaiChained,
+}
+
+/// One output head to stitch: its channels and stride.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadGrid {
+    pub channels: usize,
+    pub stride: [usize; 3],
+}
+
+/// One stitched head: `[channels, z, y, x]` at `stride`.
+#[derive(Debug)]
+struct Accumulator {
+    stride: [usize; 3],
+    sum: Array4<f32>,
+    /// Index into the stitcher's weight groups (blended modes).
+    group: usize,
+}
+
+/// Heads that take the same weights: a window's weight per cell and the sum over windows.
+#[derive(Debug)]
+struct WeightGroup {
+    stride: [usize; 3],
+    /// Per axis, the window input voxel each cell's weight is read at (`None`: [`Weighting::Cells`]).
+    picks: Option<[Vec<usize>; 3]>,
+    /// Its window weights, for windows of `window_size`.
+    window: Array3<f32>,
+    window_size: [usize; 3],
+    total: Array3<f32>,
+}
+
 /// Accumulates window outputs for one plan.
 #[derive(Debug)]
 pub struct Stitcher {
     blend: BlendMode,
-    stride: usize,
-    heads: Vec<Array4<f32>>,
-    weight: Option<Array3<f32>>,
+    weighting: Weighting,
+    heads: Vec<Accumulator>,
+    groups: Vec<WeightGroup>,
 }
 
 impl Stitcher {
-    /// `channels` per head, in the order the engine returns them.
-    pub fn new(plan: &TilePlan, channels: &[usize]) -> Self {
-        let stride = plan.grid.stride;
-        let cells: [usize; 3] = std::array::from_fn(|a| plan.padded_size[a] / stride);
-        let heads = channels
-            .iter()
-            .map(|c| Array4::zeros((*c, cells[2], cells[1], cells[0])))
-            .collect();
-        let weight = (plan.spec.blend != BlendMode::Halo)
-            .then(|| Array3::zeros((cells[2], cells[1], cells[0])));
-        Self {
+    /// `heads` in the order the engine returns them.
+    pub fn new(plan: &TilePlan, heads: &[HeadGrid], weighting: Weighting) -> Self {
+        let blended = plan.spec.blend != BlendMode::Halo;
+        // Blended windows all have one size (the patch, or the volume when it is smaller).
+        let window_size = plan.windows.first().map_or(plan.padded_size, Window::size);
+        let picks =
+            (weighting == Weighting::MonaiChained).then(|| chained_picks(window_size, heads));
+        let mut stitcher = Self {
             blend: plan.spec.blend,
-            stride,
-            heads,
-            weight,
+            weighting,
+            heads: Vec::with_capacity(heads.len()),
+            groups: Vec::new(),
+        };
+        for (i, h) in heads.iter().enumerate() {
+            let cells: [usize; 3] = std::array::from_fn(|a| plan.padded_size[a] / h.stride[a]);
+            let own: Option<[Vec<usize>; 3]> = picks.as_ref().map(|p| p[i].clone());
+            let found = stitcher
+                .groups
+                .iter()
+                .position(|g| g.stride == h.stride && g.picks == own);
+            let group = match found {
+                Some(g) => g,
+                None => {
+                    let shape = if blended {
+                        (cells[2], cells[1], cells[0])
+                    } else {
+                        (0, 0, 0)
+                    };
+                    let mut g = WeightGroup {
+                        stride: h.stride,
+                        picks: own,
+                        window: Array3::zeros((0, 0, 0)),
+                        window_size: [0; 3],
+                        total: Array3::zeros(shape),
+                    };
+                    if blended {
+                        stitcher.fill_window_weights(&mut g, window_size);
+                    }
+                    stitcher.groups.push(g);
+                    stitcher.groups.len() - 1
+                }
+            };
+            stitcher.heads.push(Accumulator {
+                stride: h.stride,
+                sum: Array4::zeros((h.channels, cells[2], cells[1], cells[0])),
+                group,
+            });
         }
+        stitcher
     }
 
     /// Adds one window's outputs (`[channels, z, y, x]` each, covering the whole window).
     pub fn add(&mut self, window: &Window, outputs: &[Array4<f32>]) {
-        let st = self.stride;
-        let origin: [usize; 3] = std::array::from_fn(|a| window.min[a] / st);
         match self.blend {
             BlendMode::Halo => {
-                let lo: [usize; 3] = std::array::from_fn(|a| window.core_min[a] / st);
-                let hi: [usize; 3] = std::array::from_fn(|a| window.core_max[a] / st);
-                for (map, out) in self.heads.iter_mut().zip(outputs) {
+                for (head, out) in self.heads.iter_mut().zip(outputs) {
+                    let st = head.stride;
+                    let origin: [usize; 3] = std::array::from_fn(|a| window.min[a] / st[a]);
+                    let lo: [usize; 3] = std::array::from_fn(|a| window.core_min[a] / st[a]);
+                    let hi: [usize; 3] = std::array::from_fn(|a| window.core_max[a] / st[a]);
                     let source = out.slice(s![
                         ..,
                         lo[2] - origin[2]..hi[2] - origin[2],
                         lo[1] - origin[1]..hi[1] - origin[1],
                         lo[0] - origin[0]..hi[0] - origin[0]
                     ]);
-                    map.slice_mut(s![.., lo[2]..hi[2], lo[1]..hi[1], lo[0]..hi[0]])
+                    head.sum
+                        .slice_mut(s![.., lo[2]..hi[2], lo[1]..hi[1], lo[0]..hi[0]])
                         .assign(&source);
                 }
             }
             BlendMode::Gaussian | BlendMode::Constant => {
-                let size: [usize; 3] = std::array::from_fn(|a| window.size()[a] / st);
-                let weights = self.window_weights(size);
-                let region = s![
-                    origin[2]..origin[2] + size[2],
-                    origin[1]..origin[1] + size[1],
-                    origin[0]..origin[0] + size[0]
-                ];
-                if let Some(total) = self.weight.as_mut() {
+                let size = window.size();
+                let mut groups = std::mem::take(&mut self.groups);
+                for g in &mut groups {
+                    if g.window_size != size {
+                        self.fill_window_weights(g, size);
+                    }
+                    let (window_weights, total) = (&g.window, &mut g.total);
                     total
-                        .slice_mut(region)
-                        .zip_mut_with(&weights, |t, w| *t += w);
+                        .slice_mut(region(window, g.stride))
+                        .zip_mut_with(window_weights, |t, w| *t += w);
                 }
-                for (map, out) in self.heads.iter_mut().zip(outputs) {
+                self.groups = groups;
+                for (head, out) in self.heads.iter_mut().zip(outputs) {
+                    let weights = &self.groups[head.group].window;
+                    let cells = region(window, head.stride);
                     for (c, channel) in out.outer_iter().enumerate() {
-                        let mut target = map.slice_mut(s![
-                            c,
-                            origin[2]..origin[2] + size[2],
-                            origin[1]..origin[1] + size[1],
-                            origin[0]..origin[0] + size[0]
-                        ]);
+                        let mut target = head.sum.index_axis_mut(ndarray::Axis(0), c);
+                        let mut target = target.slice_mut(cells);
                         ndarray::Zip::from(&mut target)
                             .and(&channel)
-                            .and(&weights)
+                            .and(weights)
                             .for_each(|t, v, w| *t += v * w);
                     }
                 }
@@ -133,19 +206,39 @@ impl Stitcher {
         }
     }
 
-    fn window_weights(&self, size: [usize; 3]) -> Array3<f32> {
-        let profile = |n: usize| weight_profile(self.blend, n);
-        let (px, py, pz) = (profile(size[0]), profile(size[1]), profile(size[2]));
-        Array3::from_shape_fn((size[2], size[1], size[0]), |(z, y, x)| {
-            pz[z] * py[y] * px[x]
-        })
+    /// `group`'s weight per output cell for windows of `size`, `[z, y, x]`.
+    fn fill_window_weights(&self, group: &mut WeightGroup, size: [usize; 3]) {
+        let cells: [usize; 3] = std::array::from_fn(|a| size[a] / group.stride[a]);
+        group.window_size = size;
+        group.window = match (&self.weighting, &group.picks) {
+            (Weighting::MonaiChained, Some(picks))
+                if picks.iter().zip(cells).all(|(p, n)| p.len() == n) =>
+            {
+                let profile = |a: usize| monai_profile(self.blend, size[a]);
+                let (px, py, pz) = (profile(0), profile(1), profile(2));
+                let floor = monai_floor(&px, &py, &pz);
+                Array3::from_shape_fn((cells[2], cells[1], cells[0]), |(z, y, x)| {
+                    // MONAI's product order: x, then y, then z.
+                    (px[picks[0][x]] * py[picks[1][y]] * pz[picks[2][z]]).max(floor)
+                })
+            }
+            _ => {
+                let profile = |a: usize| weight_profile(self.blend, cells[a]);
+                let (px, py, pz) = (profile(0), profile(1), profile(2));
+                Array3::from_shape_fn((cells[2], cells[1], cells[0]), |(z, y, x)| {
+                    pz[z] * py[y] * px[x]
+                })
+            }
+        };
     }
 
-    /// The finished maps; blended modes are divided by the accumulated weights.
-    pub fn finish(mut self) -> Maps {
-        if let Some(weight) = &self.weight {
-            for map in &mut self.heads {
-                for mut channel in map.outer_iter_mut() {
+    /// The finished maps, one per head in order; blended modes are divided by the
+    /// accumulated weights.
+    pub fn finish(mut self) -> Vec<Array4<f32>> {
+        if self.blend != BlendMode::Halo {
+            for head in &mut self.heads {
+                let weight = &self.groups[head.group].total;
+                for mut channel in head.sum.outer_iter_mut() {
                     channel.zip_mut_with(weight, |v, w| {
                         if *w > 0.0 {
                             *v /= w;
@@ -154,9 +247,65 @@ impl Stitcher {
                 }
             }
         }
-        Maps {
-            stride: self.stride,
-            heads: self.heads,
-        }
+        self.heads.into_iter().map(|h| h.sum).collect()
     }
+}
+
+/// Per head and axis, the window input voxel whose weight each output cell gets when MONAI
+/// resizes the weights to each head in turn from the previous one (`nearest-exact`: source
+/// `floor((cell + 0.5) * from / to)`).
+fn chained_picks(window: [usize; 3], heads: &[HeadGrid]) -> Vec<[Vec<usize>; 3]> {
+    let mut previous: [Vec<usize>; 3] = std::array::from_fn(|a| (0..window[a]).collect());
+    heads
+        .iter()
+        .map(|h| {
+            let picks: [Vec<usize>; 3] = std::array::from_fn(|a| {
+                let (from, to) = (previous[a].len(), window[a] / h.stride[a]);
+                if from == to {
+                    return previous[a].clone();
+                }
+                let scale = from as f64 / to.max(1) as f64;
+                (0..to)
+                    .map(|j| {
+                        let i = (((j as f64 + 0.5) * scale).floor() as usize).min(from - 1);
+                        previous[a][i]
+                    })
+                    .collect()
+            });
+            previous = picks.clone();
+            picks
+        })
+        .collect()
+}
+
+/// The output cells of `window` at `stride`, `[z, y, x]`.
+fn region(
+    window: &Window,
+    stride: [usize; 3],
+) -> ndarray::SliceInfo<[ndarray::SliceInfoElem; 3], ndarray::Ix3, ndarray::Ix3> {
+    let lo: [usize; 3] = std::array::from_fn(|a| window.min[a] / stride[a]);
+    let hi: [usize; 3] = std::array::from_fn(|a| window.max[a] / stride[a]);
+    s![lo[2]..hi[2], lo[1]..hi[1], lo[0]..hi[0]]
+}
+
+/// MONAI's 1-D Gaussian over `n` input voxels (`compute_importance_map`), before its clamp;
+/// ones for `constant`.
+fn monai_profile(blend: BlendMode, n: usize) -> Vec<f32> {
+    if blend != BlendMode::Gaussian {
+        return vec![1.0; n];
+    }
+    let sigma = n as f32 * 0.125;
+    let start = -(n as f32 - 1.0) / 2.0;
+    (0..n)
+        .map(|i| {
+            let x = start + i as f32;
+            (x * x / (-2.0 * sigma * sigma)).exp()
+        })
+        .collect()
+}
+
+/// MONAI's clamp: the smallest value of the 3-D product, or 1e-3 when that is smaller.
+fn monai_floor(px: &[f32], py: &[f32], pz: &[f32]) -> f32 {
+    let min = |p: &[f32]| p.iter().copied().fold(f32::INFINITY, f32::min);
+    (min(px) * min(py) * min(pz)).max(1e-3)
 }

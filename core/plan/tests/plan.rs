@@ -8,7 +8,8 @@ use tessera_plan::memory::line::MemoryModel;
 use tessera_plan::plan::{BlendMode, ModelGrid, PlanError, TilePlan, TileSpec, parse_bytes};
 
 const GRID: ModelGrid = ModelGrid {
-    stride: 2,
+    window_dependent: false,
+    stride: [2; 3],
     receptive_radius: 4,
 };
 
@@ -532,7 +533,7 @@ fn the_budget_picks_the_exact_plan_with_the_least_work_in_halo_mode() {
         assert!(tried > 100, "budget {budget}: only {tried} patches fit");
         for a in 0..3 {
             let mut smaller = chosen;
-            smaller[a] -= GRID.stride;
+            smaller[a] -= GRID.stride[a];
             if let Ok(p) = TilePlan::new(volume, GRID, &spec(smaller, BlendMode::Halo), None) {
                 assert!(
                     p.windows.len() > plan.windows.len(),
@@ -550,7 +551,8 @@ fn the_budget_picks_the_exact_plan_with_the_least_work_in_halo_mode() {
 fn at_a_shallow_budget_the_exact_plan_costs_at_most_a_third_more_than_blending() {
     use tessera_plan::plan::choose_patch;
     let grid = ModelGrid {
-        stride: 4,
+        window_dependent: false,
+        stride: [4; 3],
         receptive_radius: 18,
     };
     let volume = [279, 279, 261];

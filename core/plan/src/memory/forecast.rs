@@ -115,11 +115,26 @@ pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> Hel
         return HeldMemory::default();
     }
     let card = &model.card;
-    let stride = card.grid().stride.max(1);
-    let weight = usize::from(config.tile.blend != BlendMode::Halo);
-    let channels = card.heads().iter().map(|h| h.channels).sum::<usize>() + weight;
+    let grid = card.grid();
+    let heads = card.heads();
+    let blended = config.tile.blend != BlendMode::Halo;
+    // Each head at its own stride, and in blended modes a weight sum per distinct stride.
     let maps = |size: [usize; 3]| {
-        size.iter().map(|n| n.div_ceil(stride)).product::<usize>() * channels * size_of::<f32>()
+        let cells = |stride: [usize; 3]| -> usize {
+            (0..3).map(|a| size[a].div_ceil(stride[a].max(1))).product()
+        };
+        // MONAI's chained weights differ per head; Tessera's are shared per stride.
+        let mut strides: Vec<[usize; 3]> = heads.iter().map(|h| h.stride).collect();
+        if card.output_family != crate::model::OutputFamily::Retinanet {
+            strides.dedup();
+        }
+        let values: usize = heads.iter().map(|h| cells(h.stride) * h.channels).sum();
+        let weights: usize = if blended {
+            strides.iter().map(|s| cells(*s)).sum()
+        } else {
+            0
+        };
+        (values + weights) * size_of::<f32>()
     };
     let coarse = card
         .coarse_pass
@@ -136,10 +151,7 @@ pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> Hel
             CoarseMemory {
                 held_bytes: (grid_bytes + maps(coarse_size)) as u64,
                 // Its plan pads the grid to the stride; no window is larger.
-                window_voxels: coarse_size
-                    .iter()
-                    .map(|n| n.div_ceil(stride) * stride)
-                    .product(),
+                window_voxels: grid.padded(coarse_size).iter().product(),
             }
         });
     HeldMemory {
