@@ -87,6 +87,10 @@ struct ViewArgs {
     /// Show this DICOM SR's findings over the study (File > Open SR in the viewer).
     #[arg(long, value_name = "FILE")]
     sr: Option<PathBuf>,
+    /// Choose this model folder (with model.json) in the run panel, e.g. a converted MONAI
+    /// bundle; the picker lists it with the installed ones.
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
                 lungs: args.lungs,
                 allow_gaps: args.allow_gaps,
                 sr: args.sr,
+                model: args.model,
             },
         )),
         Some(Command::Info(args)) => done(cmd::info::run(&args)),

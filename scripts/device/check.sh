@@ -12,7 +12,8 @@
 # identical detections expected), fp16 on cuda:0 (drift reported); `tessera sweep` on
 # cuda:0 with NVML peak memory per patch for the shipped detector (LIDC-0001) and for
 # tessera-test-heavy on a 512x512x192 phantom (the seed's curve: whole volume against Z
-# tiles, identical detections).
+# tiles, identical detections); with a packed RetinaNet (DEVICE_RETINANET), the seed's
+# patches 512x512x192, x104, x80, x64 on MONAI's lung nodule architecture.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -123,6 +124,28 @@ if [ -d "$lidc" ] && [ "$cpu_only" = 0 ]; then
   step "sweep: shipped detector on $device, LIDC-IDRI-0001"
   "$tessera" sweep "$lidc" --device "$device" --out "$results/sweep-nodule" 2>"$results/sweep-nodule.log"
   summary "- sweep shipped detector on $device: exit $?"
+fi
+
+# The seed's table on the seed's architecture: MONAI's lung nodule RetinaNet (packed with
+# DEVICE_RETINANET), the bundle's own patch 512x512x192 against the seed's Z tiles (x100 is
+# x104 here: z must be a multiple of the model's stride 8), constant blending as the bundle's
+# sliding window, on a 512x512x256 phantom at the bundle's spacing.
+retina="$work/unpacked/models/retinanet"
+if [ -f "$retina/model.json" ]; then
+  rsize=512x512x256
+  rpatches=512x512x192,512x512x104,512x512x80,512x512x64
+  if [ "$cpu_only" = 1 ]; then
+    rsize=128x128x64
+    rpatches=128x128x48,128x128x32
+  fi
+  step "phantom $rsize at 0.703125,0.703125,1.25 mm for the RetinaNet"
+  "$tessera" phantom --size "$rsize" --spacing 0.703125,0.703125,1.25 --nodules 6 --seed 5 --out "$work/phantom-retina" >/dev/null
+  step "sweep: the RetinaNet on $device, whole volume and $rpatches"
+  "$tessera" sweep "$work/phantom-retina" --model "$retina" --device "$device" \
+    --patches "$rpatches" --out "$results/sweep-retinanet" 2>"$results/sweep-retinanet.log"
+  summary "- sweep RetinaNet (the seed's architecture) on $device: exit $?"
+else
+  summary "- no RetinaNet packed (DEVICE_RETINANET): the seed's table on its architecture skipped"
 fi
 
 step "pack the results"

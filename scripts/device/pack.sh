@@ -2,7 +2,8 @@
 # Packs what the GPU check needs on the device machine into device-pack/ (ignored by git):
 # the release `tessera` (stripped), ONNX Runtime 1.31.1's GPU libraries (from PyPI's
 # onnxruntime-gpu wheel: the main library, the shared and the CUDA provider) and
-# LIDC-IDRI-0001 (from ../shared/data), as one tar | xz stream split into parts p0, p1, ...
+# LIDC-IDRI-0001 (from ../shared/data) and, with DEVICE_RETINANET=DIR, a converted MONAI
+# RetinaNet (the seed's network), as one tar | xz stream split into parts p0, p1, ...
 # of at most 50 MiB, so that each device call carries one (a call carries 64 MiB at most,
 # with the working tree). The device image has CUDA 13 and cuDNN 9 as pip packages, so only
 # ONNX Runtime's own libraries travel. See scripts/device/README.md for the calls.
@@ -47,6 +48,19 @@ if [ -d "$data/lidc/LIDC-IDRI-0001" ]; then
   cp "$data/lidc/ATTRIBUTION"* "$stage/lidc/" 2>/dev/null || true
 else
   echo "pack: $data/lidc/LIDC-IDRI-0001 is missing: the check will skip the real-CT parity" >&2
+fi
+
+# The seed's own architecture: a MONAI bundle converted by training/monai_bundle/convert.py
+# (lung_nodule_ct_detection with --random-weights: 84 MB, two more parts).
+if [ -n "${DEVICE_RETINANET:-}" ]; then
+  if [ -f "$DEVICE_RETINANET/model.json" ]; then
+    echo "pack: [3b] the RetinaNet model in $DEVICE_RETINANET" >&2
+    mkdir -p "$stage/models"
+    cp -r "$DEVICE_RETINANET" "$stage/models/retinanet"
+  else
+    echo "pack: DEVICE_RETINANET=$DEVICE_RETINANET has no model.json" >&2
+    exit 2
+  fi
 fi
 
 echo "pack: [4/4] one xz stream, split into parts of $part_bytes" >&2

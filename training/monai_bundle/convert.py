@@ -206,7 +206,7 @@ def lcm3(a, b):
     return [x * y // math.gcd(x, y) for x, y in zip(a, b)]
 
 
-def card(name, detector, raw, strides, names, onnx_sha, weights, receptive, window_dependent, purpose):
+def card(name, detector, raw, strides, names, onnx_sha, weights, receptive, window_dependent, purpose, recipe):
     orientation, spacing, hu_window = preprocessing(raw)
     selector, inferer = detector.box_selector, detector.inferer
     size_divisible = [int(s) for s in detector.size_divisible]
@@ -255,12 +255,13 @@ def card(name, detector, raw, strides, names, onnx_sha, weights, receptive, wind
         "recommended_patch": roi,
         "default_score_threshold": float(selector.score_thresh),
         "lung_field": False,
-        "training": {"recipe": "training/monai_bundle/convert.py", **weights},
+        "training": {"recipe": recipe, **weights},
         "metrics": None,
     }
 
 
-def convert(bundle_dir, out_dir, name, seed=None, adjust=None, purpose="", opset=17):
+def convert(bundle_dir, out_dir, name, seed=None, adjust=None, purpose="", opset=17,
+            recipe="training/monai_bundle/convert.py"):
     """Writes `out_dir/model.onnx` and `out_dir/model.json`; `adjust(network)` may change the
     weights before the export (the CI test model's heads). Returns the card."""
     detector, raw = load_bundle(bundle_dir)
@@ -282,7 +283,7 @@ def convert(bundle_dir, out_dir, name, seed=None, adjust=None, purpose="", opset
             sys.exit(f"convert: ONNX Runtime differs from PyTorch by {drift:.2e} on one window: not written")
         the_card = card(
             name, detector, raw, strides, names, sha256(onnx_path), weights, receptive,
-            window_norms(network), purpose,
+            window_norms(network), purpose, recipe,
         )
         the_card["training"]["export_check"] = f"ONNX Runtime vs PyTorch on a {check_zyx} window: max |difference| {drift:.1e}"
         if bounded:

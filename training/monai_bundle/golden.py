@@ -19,6 +19,7 @@ scaled as the card's input says, and transposed to MONAI's `[x, y, z]`.
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
@@ -62,7 +63,7 @@ def model_input(study_npy, card):
     return np.ascontiguousarray(x.transpose(2, 1, 0))[None, None], meta  # [1, 1, x, y, z]
 
 
-def detector_for(card, bundle, model_dir):
+def detector_for(card, bundle, model_dir, check=True):
     """MONAI's detector with the network the Tessera model was exported from: the bundle's
     `models/model.pt`, the test model's recipe, or the converter's seeded weights; checked
     against the model's ONNX file on one window, so that both sides run the same network."""
@@ -76,9 +77,12 @@ def detector_for(card, bundle, model_dir):
     else:
         detector, _ = load_bundle(bundle)
         weights = card.get("training", {}).get("weights", "")
-        seed = int(weights.split("seed ")[1].split(")")[0]) if weights.startswith("random") else None
+        found = re.search(r"seed (\d+)", weights) if weights.startswith("random") else None
+        seed = int(found.group(1)) if found else None
         load_weights(detector.network, bundle, seed)
     detector.network.eval()
+    if not check:
+        return detector
     drift = check_export(detector.network, os.path.join(model_dir, card["model_file"]), [32, 64, 64])
     if drift > 1e-4:
         sys.exit(f"golden: the network made here differs from {model_dir}'s ONNX by {drift:.1e}: not the same weights")
@@ -106,10 +110,15 @@ def main():
     ap.add_argument("--model", required=True, help="the Tessera model folder converted from the bundle")
     ap.add_argument("--study", required=True, help="the study as `tessera resample` wrote it (.npy)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--only", choices=["sliding_window", "whole_volume"], help="one run only (a benchmark)")
+    ap.add_argument("--roi", help="XxYxZ instead of the card's (a benchmark at a patch that fits)")
+    ap.add_argument("--no-check", action="store_true", help="skip the ONNX check (a benchmark: nothing else in the process)")
     args = ap.parse_args()
     with open(os.path.join(args.model, "model.json")) as f:
         card = json.load(f)
-    detector = detector_for(card, args.bundle, args.model)
+    detector = detector_for(card, args.bundle, args.model, check=not args.no_check)
+    if args.roi:
+        detector.inferer.roi_size = [int(v) for v in args.roi.split("x")]
     detector.eval()
     torch.set_num_threads(2)
     image, meta = model_input(args.study, card)
@@ -122,6 +131,8 @@ def main():
         (f"sliding_window_{other}", True, other),
         ("whole_volume", False, None),
     ]:
+        if args.only and not mode.startswith(args.only) or (args.only == "sliding_window" and blend != card_mode):
+            continue
         if blend is not None:
             inferer.mode = blend
         detections, seconds = run(detector, image, sliding)

@@ -62,13 +62,8 @@ def main():
         seed=SEED,
         adjust=wider_heads,
         purpose="Engine tests only: MONAI's RetinaNet (lung_nodule_ct_detection's anchors, strides and decoding) on a narrow backbone, seeded weights. It finds nothing meaningful.",
+        recipe="training/monai_bundle/make_test_model.py",
     )
-    card["training"]["recipe"] = "training/monai_bundle/make_test_model.py"
-    import json
-
-    with open(os.path.join(OUT, "model.json"), "w") as f:
-        json.dump(card, f, indent=2)
-        f.write("\n")
     print(f"wrote {OUT}: {card['training']['export_check']}")
 
 

@@ -1,8 +1,9 @@
 //! `tessera resample PATH --spacing-mm S --out FILE.npy`: the volume exactly as the pipeline
 //! feeds it to a model (loaded, resampled to the card's spacing), for `training/`.
 //!
-//! Writes `FILE.npy` (int16 HU, `[z, y, x]`, rounded) and `FILE.json` beside it: the grid's
-//! size, spacing and `world_from_voxel`, and the LIDC reader nodules when the folder has them.
+//! Writes `FILE.npy` (int16 HU, `[z, y, x]`, rounded; with `--float32` the pipeline's own
+//! float values) and `FILE.json` beside it: the grid's size, spacing and `world_from_voxel`,
+//! and the LIDC reader nodules when the folder has them.
 
 use std::path::PathBuf;
 
@@ -29,6 +30,10 @@ pub struct ResampleArgs {
     /// Write inside the input folder or over an existing DICOM file (never over an input file).
     #[arg(long)]
     pub force: bool,
+    /// HU as float32, exactly the values the pipeline feeds a model (for parity with another
+    /// framework), instead of int16 rounded.
+    #[arg(long)]
+    pub float32: bool,
 }
 
 pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
@@ -51,10 +56,14 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
     )?;
     let resampled = resample(&volume, args.spacing_mm)?;
     let grid = resampled.as_ref().unwrap_or(&volume);
-    let hu = grid
-        .voxels
-        .to_f32()
-        .mapv(|v| v.round().clamp(f32::from(i16::MIN), f32::from(i16::MAX)) as i16);
+    let hu = grid.voxels.to_f32();
+    let volume_bytes = if args.float32 {
+        npy::encode_f32(&hu)
+    } else {
+        npy::encode_i16(
+            &hu.mapv(|v| v.round().clamp(f32::from(i16::MIN), f32::from(i16::MAX)) as i16),
+        )
+    };
     let lidc_nodules = match lidc::find_xml(&args.path) {
         Some(xml) => {
             let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
@@ -84,7 +93,7 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
     });
     let sidecar_text = serde_json::to_string_pretty(&sidecar)?;
     tessera_core::io::write_set(&[
-        (&args.out, &npy::encode_i16(&hu)),
+        (&args.out, &volume_bytes),
         (&sidecar_path, sidecar_text.as_bytes()),
     ])?;
     println!(

@@ -40,12 +40,14 @@ pub struct SweepArgs {
     /// purpose) or a patch `XxYxZ`.
     #[arg(long, default_value = "whole", value_name = "whole|XxYxZ")]
     pub reference: String,
-    /// How overlapping windows combine, in every run.
-    #[arg(long, default_value = "halo", value_parser = super::flags::blend())]
-    pub blend: BlendMode,
+    /// How overlapping windows combine, in every run. Default: the card's tiling (a MONAI
+    /// bundle's sliding window), else halo.
+    #[arg(long, value_parser = super::flags::blend())]
+    pub blend: Option<BlendMode>,
     /// Fraction of a window shared with its neighbour, in [0, 1) (gaussian and constant).
-    #[arg(long, default_value = "0.25", value_parser = super::flags::overlap, value_name = "FRACTION")]
-    pub overlap: f64,
+    /// Default: the card's tiling, else 0.25.
+    #[arg(long, value_parser = super::flags::overlap, value_name = "FRACTION")]
+    pub overlap: Option<f64>,
     /// Where inference runs: cpu, cuda:N or tensorrt:N.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
     pub device: Device,
@@ -232,13 +234,14 @@ fn sweep_command(
     if args.force {
         command.arg("--force");
     }
+    // Without them the child takes the card's tiling, as `config` does.
+    if let Some(blend) = args.blend {
+        command.args(["--blend", &blend.to_string()]);
+    }
+    if let Some(overlap) = args.overlap {
+        command.args(["--overlap", &overlap.to_string()]);
+    }
     command
-        .args([
-            "--blend",
-            &args.blend.to_string(),
-            "--overlap",
-            &args.overlap.to_string(),
-        ])
         .args([
             "--device",
             &args.device.to_string(),
@@ -306,8 +309,8 @@ fn chart_data(rows: &[Row]) -> ChartData {
 fn config(args: &SweepArgs, model: &Model, patch: [usize; 3]) -> DetectConfig {
     let mut config = DetectConfig::defaults_for(model);
     config.tile.patch = patch;
-    config.tile.overlap = args.overlap;
-    config.tile.blend = args.blend;
+    config.tile.overlap = args.overlap.unwrap_or(config.tile.overlap);
+    config.tile.blend = args.blend.unwrap_or(config.tile.blend);
     config.tile.allow_single_pass = true;
     config.device = args.device;
     config.allocator = args.allocator;
@@ -570,7 +573,7 @@ fn markdown(
     let _ = writeln!(
         s,
         "- blend {}, overlap {}, memory source {:?}",
-        args.blend, args.overlap, first.stats.memory.memory_source
+        first.config.blend, first.config.overlap, first.stats.memory.memory_source
     );
     let _ = writeln!(s, "- tool: tessera {}\n", first.tool.version);
     s.push_str("| patch | windows | recompute | peak memory | predicted | error | inference s | wall s | fits budget | output parity |\n");

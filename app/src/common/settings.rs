@@ -207,7 +207,10 @@ mod tests {
         assert_eq!(listed[..shipped.len()], shipped[..]);
         assert_eq!(
             listed[shipped.len()..],
-            [own.join("a-converted-bundle"), own.join("monai-lung-nodule")]
+            [
+                own.join("a-converted-bundle"),
+                own.join("monai-lung-nodule")
+            ]
         );
         Ok(())
     }

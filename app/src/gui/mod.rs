@@ -41,6 +41,8 @@ pub struct Startup {
     pub allow_gaps: bool,
     /// Show this SR's findings once the study is open.
     pub sr: Option<PathBuf>,
+    /// Choose this model folder in the run panel.
+    pub model: Option<PathBuf>,
 }
 
 /// Opens the viewer window and blocks until it is closed.
@@ -67,6 +69,9 @@ pub fn run(
             app.use_places(crate::common::settings::Places::user());
             app.review.show_seams = startup.seams;
             app.review.show_lungs = startup.lungs;
+            if let Some(dir) = &startup.model {
+                app.run_panel.choose_model(dir);
+            }
             app.startup = startup;
             Ok(Box::new(app))
         }),

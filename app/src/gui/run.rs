@@ -159,6 +159,19 @@ impl RunPanel {
         self.select_model(index);
     }
 
+    /// Chooses the model in folder `dir`, listing it first when it is not listed yet.
+    pub fn choose_model(&mut self, dir: &std::path::Path) {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let index = match self.models.iter().position(|m| *m == dir) {
+            Some(i) => i,
+            None => {
+                self.models.push(dir);
+                self.models.len() - 1
+            }
+        };
+        self.select_model(index);
+    }
+
     /// The picker's name for model folder `dir`: its folder's name, marked when it is one of
     /// the user's.
     fn model_label(&self, dir: &std::path::Path) -> String {
