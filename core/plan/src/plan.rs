@@ -484,11 +484,18 @@ impl TilePlan {
     /// of a prediction for the CLI, the viewer and logs; `None` without a memory model.
     pub fn predicted_peak_text(&self) -> Option<String> {
         let (bytes, forecast) = (self.predicted_peak_bytes?, self.memory.as_ref()?);
-        Some(format!(
+        let mut text = format!(
             "predicted peak ≤ {} ({})",
             format_bytes(bytes),
             forecast.model.describe()
-        ))
+        );
+        let window = self.largest_window_voxels();
+        if let Some(seen) = forecast.model.largest_window_voxels.filter(|m| window > *m) {
+            text.push_str(&format!(
+                "; EXTRAPOLATED: a window of {window} voxels, the calibration's largest was {seen}: calibrate with windows this large before trusting it"
+            ));
+        }
+        Some(text)
     }
 
     /// The largest window's voxels: what the memory line bounds.

@@ -95,6 +95,7 @@ mod tests {
             calibration_runs: 0,
             worst_error: 0.0,
             stages_bytes: 90_000_000.0,
+            largest_window_voxels: None,
         };
         // Studies of three sizes, with and without the coarse pass and the lung field.
         let held = |scale: u64, coarse: bool| HeldMemory {
@@ -149,6 +150,7 @@ mod tests {
             calibration_runs: 0,
             worst_error: 0.0,
             stages_bytes: 0.0,
+            largest_window_voxels: None,
         };
         let forecast = MemoryForecast {
             model: line,

@@ -37,7 +37,8 @@ pub enum CalibrationError {
 }
 
 impl MemoryModelFile {
-    /// Reads a calibration written by `tessera sweep`.
+    /// Reads a calibration written by `tessera sweep`; one written before the model recorded
+    /// its largest window gets it from its points.
     pub fn read(path: &Path) -> Result<Self, CalibrationError> {
         let bytes = tessera_dicom::io::read_regular_file(path).map_err(|source| {
             CalibrationError::Read {
@@ -45,10 +46,14 @@ impl MemoryModelFile {
                 source,
             }
         })?;
-        serde_json::from_slice(&bytes).map_err(|source| CalibrationError::Parse {
-            path: path.to_path_buf(),
-            source,
-        })
+        let mut file: Self =
+            serde_json::from_slice(&bytes).map_err(|source| CalibrationError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let largest = file.points.iter().map(|p| p.0).max();
+        file.model.largest_window_voxels = file.model.largest_window_voxels.or(largest);
+        Ok(file)
     }
 }
 
@@ -70,12 +75,18 @@ mod tests {
                 calibration_runs: 1,
                 worst_error: 0.0,
                 stages_bytes: 0.0,
+                largest_window_voxels: None,
             },
             points: vec![(10, 1025)],
         };
         let path = dir.path().join("memory_model.json");
         std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
-        assert_eq!(MemoryModelFile::read(&path).unwrap(), file);
+        // Written before the model kept its largest window: read back with it, from the points.
+        let mut expected = file.clone();
+        expected.model.largest_window_voxels = Some(10);
+        assert_eq!(MemoryModelFile::read(&path).unwrap(), expected);
+        std::fs::write(&path, serde_json::to_vec(&expected).unwrap()).unwrap();
+        assert_eq!(MemoryModelFile::read(&path).unwrap(), expected);
 
         std::fs::write(&path, b"{}").unwrap();
         let err = MemoryModelFile::read(&path).unwrap_err();

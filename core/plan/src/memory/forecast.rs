@@ -69,7 +69,13 @@ pub fn card_memory_model(model: &Model, device: Device) -> Option<MemoryModel> {
         Device::Cpu => "cpu",
         Device::Cuda(_) | Device::TensorRt(_) => "cuda",
     };
-    model.card.memory.get(key).map(|m| m.model)
+    model.card.memory.get(key).map(|m| MemoryModel {
+        largest_window_voxels: m
+            .model
+            .largest_window_voxels
+            .or_else(|| m.points.iter().map(|p| p.0).max()),
+        ..m.model
+    })
 }
 
 /// What this process will hold when a run on `volume` starts: what it holds now plus the
