@@ -131,7 +131,7 @@ def main():
         (f"sliding_window_{other}", True, other),
         ("whole_volume", False, None),
     ]:
-        if args.only and not mode.startswith(args.only) or (args.only == "sliding_window" and blend != card_mode):
+        if args.only and mode != args.only:
             continue
         if blend is not None:
             inferer.mode = blend
