@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes what reads user files, SECONDS per target (default 60): the DICOM reader (bytes ->
-# series -> volume), the model card, det.json and SR files. Needs a nightly toolchain; installs
+# series -> volume), NIfTI and MetaImage volumes, the model card, det.json and SR files. Needs a nightly toolchain; installs
 # cargo-fuzz from crates.io when missing. Seeds: the committed regression inputs, the shipped
 # model cards and, when ../shared/data is there, real slices (only their first 64 KiB are
 # used: -max_len). Corpora, logs and crash inputs stay in fuzz/ (ignored by git); a crash found
@@ -12,7 +12,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 seconds="${1:-60}"
-targets=(dicom_series model_card det_json sr_file)
+targets=(dicom_series model_card det_json sr_file nifti_file metaimage_file)
 [ $# -gt 1 ] && targets=("${@:2}")
 
 if ! cargo +nightly --version >/dev/null 2>&1; then

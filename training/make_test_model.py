@@ -38,6 +38,8 @@ INPUT = {
     "layout": "NCDHW",
     "hu_window": [-1000.0, 400.0],
     "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0",
+    # Trained on DICOM's own voxel order; a NIfTI or MetaImage study is flipped to it.
+    "orientation": "LPS",
 }
 
 

@@ -18,11 +18,12 @@ use clap::{Parser, Subcommand};
     long_about = "Memory-bounded tiled 3D detection on CT scans.\n\nWithout a subcommand, opens the viewer on PATH (or on the built-in demo study)."
 )]
 struct Cli {
-    /// ONNX Runtime library to load (default: ORT_DYLIB_PATH, then the project's .runtime/).
-    #[arg(long, global = true, value_name = "FILE")]
-    ort_lib: Option<PathBuf>,
+    /// For the viewer, or for a subcommand that loads ONNX Runtime when given before it.
+    #[command(flatten)]
+    ort_lib: cmd::flags::OrtLib,
 
-    /// Study to open in the viewer (a DICOM file or folder); without it, the demo study.
+    /// Study to open in the viewer (a DICOM file or folder, a NIfTI or MetaImage volume);
+    /// without it, the demo study.
     path: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -65,8 +66,11 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct ViewArgs {
-    /// A DICOM file or folder; without it, the demo study.
+    /// A DICOM file or folder, or a NIfTI (.nii, .nii.gz) or MetaImage (.mhd, .mha) volume;
+    /// without it, the demo study.
     path: Option<PathBuf>,
+    #[command(flatten)]
+    ort_lib: cmd::flags::OrtLib,
     /// Run the detector (default settings) once the study is open.
     #[arg(long)]
     run: bool,
@@ -97,6 +101,11 @@ fn main() -> ExitCode {
     tessera::mark_process_start();
     // Before any run allocates: the memory forecasts are calibrated with it.
     tessera_core::memory::probe::pin_allocator();
+    let words: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(message) = cmd::typo::mistyped_subcommand(&words, &subcommand_names()) {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     // Global options may stand before or after a subcommand; a study path goes after it.
     if let (Some(path), Some(_)) = (&cli.path, &cli.command) {
@@ -107,12 +116,30 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if let (None, Some(path)) = (&cli.command, &cli.path)
+        && !path.exists()
+    {
+        eprintln!(
+            "error: '{}' is neither a subcommand nor a file or folder to view (`tessera --help` lists the subcommands)",
+            path.display()
+        );
+        return ExitCode::from(2);
+    }
+    let before = cli.ort_lib.library;
+    // `--ort-lib` before the subcommand applies to it, where it loads a runtime.
+    let ort_lib = |own: cmd::flags::OrtLib| own.library.or_else(|| before.clone());
+    if before.is_some()
+        && let Some(name) = cli.command.as_ref().and_then(loads_no_runtime)
+    {
+        eprintln!("error: --ort-lib: `tessera {name}` loads no ONNX Runtime");
+        return ExitCode::from(2);
+    }
     let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        None => done(gui::run(cli.path, cli.ort_lib, gui::Startup::default())),
+        None => done(gui::run(cli.path, before.clone(), gui::Startup::default())),
         Some(Command::View(args)) => done(gui::run(
             args.path,
-            cli.ort_lib,
+            ort_lib(args.ort_lib),
             gui::Startup {
                 run: args.run,
                 screenshot: args.screenshot,
@@ -125,7 +152,10 @@ fn main() -> ExitCode {
         )),
         Some(Command::Info(args)) => done(cmd::info::run(&args)),
         Some(Command::Phantom(args)) => done(cmd::phantom::run(&args)),
-        Some(Command::Detect(args)) => cmd::detect::run(&args, cli.ort_lib.as_deref()),
+        Some(Command::Detect(args)) => {
+            let lib = ort_lib(args.ort_lib.clone());
+            cmd::detect::run(&args, lib.as_deref())
+        }
         Some(Command::Evaluate(args)) => done(cmd::evaluate::run(&args)),
         Some(Command::Lidc(args)) => done(cmd::lidc::run(&args)),
         Some(Command::Resample(args)) => done(cmd::resample::run(&args)),
@@ -134,8 +164,14 @@ fn main() -> ExitCode {
         Some(Command::Push(args)) => done(cmd::pacs::push(&args)),
         Some(Command::Review(args)) => done(cmd::review::run(&args)),
         Some(Command::Sr(args)) => done(cmd::sr::run(&args)),
-        Some(Command::Sweep(args)) => cmd::sweep::run(&args, cli.ort_lib.as_deref()),
-        Some(Command::Runtime(args)) => done(cmd::runtime::run(&args, cli.ort_lib.as_deref())),
+        Some(Command::Sweep(args)) => {
+            let lib = ort_lib(args.ort_lib.clone());
+            cmd::sweep::run(&args, lib.as_deref())
+        }
+        Some(Command::Runtime(args)) => {
+            let lib = ort_lib(args.ort_lib.clone());
+            done(cmd::runtime::run(&args, lib.as_deref()))
+        }
         Some(Command::Bench(args)) => done(cmd::bench::run(&args)),
     };
     match result {
@@ -148,6 +184,33 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Every subcommand's name (for the typo check).
+fn subcommand_names() -> Vec<String> {
+    use clap::CommandFactory as _;
+    Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// The name of a subcommand that loads no ONNX Runtime (where `--ort-lib` means nothing).
+fn loads_no_runtime(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::View(_) | Command::Detect(_) | Command::Sweep(_) | Command::Runtime(_) => None,
+        Command::Info(_) => Some("info"),
+        Command::Phantom(_) => Some("phantom"),
+        Command::Evaluate(_) => Some("evaluate"),
+        Command::Lidc(_) => Some("lidc"),
+        Command::Resample(_) => Some("resample"),
+        Command::Parity(_) => Some("parity"),
+        Command::Pull(_) => Some("pull"),
+        Command::Push(_) => Some("push"),
+        Command::Review(_) => Some("review"),
+        Command::Sr(_) => Some("sr"),
+        Command::Bench(_) => Some("bench"),
     }
 }
 
@@ -183,19 +246,41 @@ mod tests {
     }
 
     #[test]
-    fn global_options_go_before_or_after_the_subcommand() -> Result<(), clap::Error> {
-        for words in [
-            ["tessera", "--ort-lib", "lib.so", "runtime"],
-            ["tessera", "runtime", "--ort-lib", "lib.so"],
-        ] {
-            let cli = Cli::try_parse_from(words)?;
+    fn ort_lib_goes_before_or_after_a_subcommand_that_loads_a_runtime() -> Result<(), clap::Error> {
+        let cli = Cli::try_parse_from(["tessera", "--ort-lib", "lib.so", "runtime"])?;
+        assert!(matches!(cli.command, Some(Command::Runtime(_))), "{cli:?}");
+        assert_eq!(cli.ort_lib.library.as_deref(), Some("lib.so".as_ref()));
+        let cli = Cli::try_parse_from(["tessera", "runtime", "--ort-lib", "lib.so"])?;
+        let Some(Command::Runtime(args)) = cli.command else {
+            panic!("{cli:?}");
+        };
+        assert_eq!(args.ort_lib.library.as_deref(), Some("lib.so".as_ref()));
+        // Commands that load no runtime do not offer it.
+        for command in ["sr", "review", "info", "parity"] {
+            let mut root = Cli::command();
+            let sub = root.find_subcommand_mut(command).unwrap();
             assert!(
-                matches!(cli.command, Some(Command::Runtime(_))),
-                "{words:?}: {cli:?}"
+                sub.get_arguments().all(|a| a.get_long() != Some("ort-lib")),
+                "{command}"
             );
-            assert_eq!(cli.ort_lib.as_deref(), Some("lib.so".as_ref()), "{words:?}");
-            assert!(cli.path.is_none(), "{words:?}: {cli:?}");
+            assert!(
+                !sub.render_long_help().to_string().contains("--ort-lib"),
+                "{command} offers --ort-lib"
+            );
         }
+        let cli = Cli::try_parse_from([
+            "tessera",
+            "--ort-lib",
+            "lib.so",
+            "sr",
+            "det.json",
+            "--out",
+            "sr.dcm",
+        ])?;
+        assert_eq!(
+            cli.command.as_ref().and_then(super::loads_no_runtime),
+            Some("sr")
+        );
         Ok(())
     }
 

@@ -31,7 +31,7 @@ fn no_argument_opens_the_demo_study_in_three_views() {
     h.get_by_label_contains("Plan:");
     // The shipped card's calibration: an upper bound, and what it rests on.
     h.get_by_label_contains("predicted peak ≤");
-    h.get_by_label_contains("(calibrated on 7 runs, worst error +");
+    h.get_by_label_contains("(calibrated on 7 runs, which peaked 0 to ");
     // The shipped card's optional stages, each with its switch.
     h.get_by_label("Coarse pass for large lesions");
     h.get_by_label("Rescore candidates");

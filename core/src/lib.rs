@@ -20,7 +20,7 @@ pub mod review;
 pub mod sr;
 
 pub use tessera_dicom::{Geometry, SeriesInfo, Volume, Voxels};
-pub use tessera_dicom::{dicom, geometry, io, lidc, npy, view, volume};
+pub use tessera_dicom::{dicom, geometry, image_file, io, lidc, npy, places, study, view, volume};
 pub use tessera_infer as infer;
 pub use tessera_pacs as pacs;
 pub use tessera_plan::{

@@ -18,11 +18,13 @@ use tessera_core::volume::SeriesInfo;
 pub type Body = fn(&[u8]);
 
 /// The fuzz targets, by name (the folders of `tests/fuzz-regressions/` and `fuzz/fuzz_targets/`).
-pub const TARGETS: [(&str, Body); 4] = [
+pub const TARGETS: [(&str, Body); 6] = [
     ("dicom_series", dicom_series),
     ("model_card", model_card),
     ("det_json", det_json),
     ("sr_file", sr_file),
+    ("nifti_file", nifti_file),
+    ("metaimage_file", metaimage_file),
 ];
 
 /// A per-process scratch folder (in memory where the system has one).
@@ -96,6 +98,34 @@ pub fn dicom_series(data: &[u8]) {
                 let _ = dicom::decode(series, &layout);
             }
             let _ = dicom::load_series(series, options);
+        }
+    }
+}
+
+/// Bytes -> a `.nii` file (gzip-compressed or not) -> a volume.
+pub fn nifti_file(data: &[u8]) {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| scratch("nifti"));
+    let path = dir.join("v.nii");
+    if std::fs::write(&path, data).is_ok() {
+        let _ = tessera_core::image_file::read(&path);
+    }
+}
+
+/// Bytes -> a MetaImage header and its voxels: as `.mha` (voxels after the header), and as
+/// `.mhd` beside a fixed 4 KiB data file `v.raw` that its `ElementDataFile` may name.
+pub fn metaimage_file(data: &[u8]) {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = scratch("metaimage");
+        let raw: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(dir.join("v.raw"), raw).expect("the fixed data file");
+        dir
+    });
+    for name in ["v.mha", "v.mhd"] {
+        let path = dir.join(name);
+        if std::fs::write(&path, data).is_ok() {
+            let _ = tessera_core::image_file::read(&path);
         }
     }
 }

@@ -67,6 +67,14 @@ pub fn runtime_available() -> bool {
 /// # Panics
 /// When the phantom cannot be generated (a bug in the generator).
 pub fn small_phantom() -> tessera_core::volume::Volume {
+    small_phantom_made().volume
+}
+
+/// [`small_phantom`] with its truth, to write as a series.
+///
+/// # Panics
+/// When the phantom cannot be generated (a bug in the generator).
+pub fn small_phantom_made() -> tessera_core::phantom::Phantom {
     let spec = tessera_core::phantom::PhantomSpec {
         seed: 9,
         size: [120, 104, 44],
@@ -76,7 +84,7 @@ pub fn small_phantom() -> tessera_core::volume::Volume {
         masses: 0,
     };
     match tessera_core::phantom::generate(&spec) {
-        Ok(phantom) => phantom.volume,
+        Ok(phantom) => phantom,
         Err(e) => panic!("the test phantom: {e}"),
     }
 }

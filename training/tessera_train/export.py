@@ -56,7 +56,9 @@ def card(onnx_sha: str, fp16_sha: str, parity: dict, steps: str, phase: str) -> 
         "variants": {"fp16": {"model_file": "model_fp16.onnx", "sha256": fp16_sha}},
         "output_family": "centernet",
         "input": {"name": "ct", "layout": "NCDHW", "hu_window": [lo, hi],
-                  "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0"},
+                  "normalisation": "clip HU to hu_window, then (hu - lo) / (hi - lo): air is 0",
+                  # The training volumes are DICOM series in their own order (x left, y posterior).
+                  "orientation": "LPS"},
         "target_spacing_mm": [config.TARGET_SPACING_MM] * 3,
         "stride": stride,
         "receptive_field_voxels": rf,

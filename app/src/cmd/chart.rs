@@ -9,8 +9,10 @@ use tessera_core::memory::forecast::{HeldMemory, MemoryForecast};
 use tessera_core::memory::line::MemoryModel;
 
 /// One run on the chart.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChartPoint {
+    /// The run's patch, written beside its points.
+    pub patch: [usize; 3],
     pub largest_window_voxels: usize,
     pub peak_bytes: u64,
     pub inference_s: f64,
@@ -80,6 +82,11 @@ where
             )
         })
         .collect();
+    let labels: Vec<String> = data
+        .points
+        .iter()
+        .map(|p| tessera_core::volume::format_size(p.patch))
+        .collect();
     let max_x = points.iter().map(|p| p.0).fold(0.0, f64::max) * 1.1 + 1e-9;
     let budget_gib = budget.map(|b| b as f64 / GIB);
     let max_mem = points
@@ -111,6 +118,11 @@ where
         .map_err(err)?
         .label("measured")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLUE.filled()));
+    chart
+        .draw_series(patch_labels(&points, &labels, (max_x, max_mem), |p| {
+            (p.0, p.1)
+        }))
+        .map_err(err)?;
     if let Some(m) = memory {
         let forecast = MemoryForecast {
             model: *m,
@@ -142,8 +154,24 @@ where
         .draw()
         .map_err(err)?;
 
+    time_panel(&right, &points, &labels, max_x)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// The right panel: inference time per run, each point labelled with its patch.
+fn time_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    points: &[(f64, f64, f64)],
+    labels: &[String],
+    max_x: f64,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("{e:?}");
     let max_t = points.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15 + 1e-9;
-    let mut chart = ChartBuilder::on(&right)
+    let mut chart = ChartBuilder::on(area)
         .caption("Inference time", ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
@@ -163,6 +191,43 @@ where
                 .map(|p| TriangleMarker::new((p.0, p.2), 6, GREEN.filled())),
         )
         .map_err(err)?;
-    root.present().map_err(err)?;
+    chart
+        .draw_series(patch_labels(points, labels, (max_x, max_t), |p| (p.0, p.2)))
+        .map_err(err)?;
     Ok(())
+}
+
+/// Each point's patch written beside it: above and below in turn (close points do not print
+/// over each other), and to the left of points in the right quarter (inside the chart).
+/// `max` is the chart's `(x, y)` extent; `at` picks a point's coordinates.
+fn patch_labels(
+    points: &[(f64, f64, f64)],
+    labels: &[String],
+    max: (f64, f64),
+    at: impl Fn(&(f64, f64, f64)) -> (f64, f64),
+) -> Vec<Text<'static, (f64, f64), String>> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    points
+        .iter()
+        .zip(labels)
+        .enumerate()
+        .map(|(i, (p, label))| {
+            let (x, y) = at(p);
+            let (h, dx) = if x > 0.75 * max.0 {
+                (HPos::Right, -0.015 * max.0)
+            } else {
+                (HPos::Left, 0.015 * max.0)
+            };
+            let (v, dy) = if i % 2 == 0 {
+                (VPos::Bottom, 0.02 * max.1)
+            } else {
+                (VPos::Top, -0.02 * max.1)
+            };
+            let style = ("sans-serif", 12)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(h, v));
+            Text::new(label.clone(), (x + dx, y + dy), style)
+        })
+        .collect()
 }

@@ -24,6 +24,8 @@ use crate::common::parse::parse_size;
 
 #[derive(Debug, clap::Args)]
 pub struct DetectArgs {
+    #[command(flatten)]
+    pub ort_lib: flags::OrtLib,
     /// A DICOM file or folder. Without it: the built-in demo study.
     pub path: Option<PathBuf>,
     /// The series to use when the folder holds several (SeriesInstanceUID, as `tessera info`
@@ -64,9 +66,9 @@ pub struct DetectArgs {
     /// Host memory strategy of ONNX Runtime on the CPU.
     #[arg(long, default_value = "none", value_parser = flags::allocator())]
     pub allocator: CpuAllocator,
-    /// Refuse plans whose predicted peak (bytes: 16GiB, 512MiB, 2GB) exceeds this. Without
+    /// Refuse plans whose predicted peak exceeds this size (16GiB, 512M, 2GB). Without
     /// --patch, choose the deepest patch whose predicted peak fits it with 10 % headroom.
-    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    #[arg(long, value_parser = parse_bytes, value_name = "SIZE", long_help = format!("Refuse plans whose predicted peak exceeds this size (16GiB, 512M, 2GB). Without --patch, choose the deepest patch whose predicted peak fits it with 10 % headroom. Units: {}.", flags::SIZE_UNITS))]
     pub memory_budget: Option<u64>,
     /// Memory calibration written by `tessera sweep` (its memory_model.json); default: the
     /// card's.
@@ -126,7 +128,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     let options = tessera_core::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
-    let (volume, scan) = tessera_core::dicom::open(&path, args.series.as_deref(), options)
+    let (volume, scan) = tessera_core::study::open(&path, args.series.as_deref(), options)
         .with_context(|| format!("opening {}", path.display()))?;
     let outputs: Vec<&std::path::Path> = std::iter::once(args.out.as_path())
         .chain(args.csv.as_deref())
@@ -271,16 +273,16 @@ fn print_summary(
         )
     });
     let predicted = result.plan.predicted_peak_bytes.map_or(String::new(), |p| {
-        format!(", predicted ≤ {}", format_bytes(p))
+        format!(" (predicted ≤ {})", format_bytes(p))
     });
     println!(
-        "{} detection(s) at score >= {} in {:.2} s ({} windows{coarse}{rescored}, peak {}{predicted} {:?}) -> {}",
+        "{} detection(s) at score >= {} in {:.2} s ({} windows{coarse}{rescored}; {} peaked at {}{predicted}) -> {}",
         report.detections.len(),
         result.score_threshold,
         result.stats.elapsed_s,
         result.stats.windows,
-        format_bytes(result.stats.memory.peak_memory_bytes),
         result.stats.memory.memory_source,
+        format_bytes(result.stats.memory.peak_memory_bytes),
         out.display()
     );
     if result.stats.memory.prediction_exceeded {

@@ -47,7 +47,7 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     }
     for pair in &args.lidc {
         let (det, case) = split(pair)?;
-        let (volume, _) = tessera_core::dicom::open(&case, None, Default::default())
+        let (volume, _) = tessera_core::study::open(&case, None, Default::default())
             .with_context(|| format!("opening {}", case.display()))?;
         let xml = tessera_core::lidc::find_xml(&case)
             .with_context(|| format!("no LIDC reader XML under {}", case.display()))?;

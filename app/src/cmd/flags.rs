@@ -6,6 +6,18 @@ use tessera_core::infer::arena::CpuAllocator;
 use tessera_core::model::Precision;
 use tessera_core::plan::BlendMode;
 
+/// `--ort-lib`, on the commands that load ONNX Runtime (the viewer, detect, sweep, runtime).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OrtLib {
+    /// ONNX Runtime library to load (default: ORT_DYLIB_PATH, then the one installed beside
+    /// the executable, in the user's data folder, or in the checkout's .runtime/).
+    #[arg(long = "ort-lib", value_name = "FILE")]
+    pub library: Option<std::path::PathBuf>,
+}
+
+/// How `--memory-budget` reads a size, said once for every command that takes one.
+pub const SIZE_UNITS: &str = "K, M, G, T and KiB, MiB, GiB, TiB are powers of 1024 (512M = 512 MiB); KB, MB, GB, TB are powers of 1000 (2GB = 2e9 bytes); no unit: bytes";
+
 /// `--blend`: how overlapping windows combine.
 pub fn blend() -> impl TypedValueParser<Value = BlendMode> {
     PossibleValuesParser::new([

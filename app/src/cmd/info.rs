@@ -7,7 +7,7 @@ use serde::Serialize;
 use tessera_core::dicom;
 use tessera_core::volume::format_size;
 
-use crate::common::series::{SeriesRow, row};
+use crate::common::series::{SeriesRow, row, volume_row};
 
 #[derive(Debug, Default, clap::Args)]
 pub struct InfoArgs {
@@ -35,11 +35,17 @@ pub struct InfoReport<'a> {
 
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let path = crate::common::demo::study_or_demo(args.path.as_deref())?;
-    let report = dicom::scan(&path).with_context(|| format!("scanning {}", path.display()))?;
     let options = dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
-    let rows: Vec<SeriesRow> = report.series.iter().map(|s| row(s, options)).collect();
+    let (report, rows) = if tessera_core::image_file::format_of(&path).is_some() {
+        let (volume, report) = tessera_core::study::open(&path, None, options)?;
+        (report, vec![volume_row(&volume)])
+    } else {
+        let report = dicom::scan(&path).with_context(|| format!("scanning {}", path.display()))?;
+        let rows: Vec<SeriesRow> = report.series.iter().map(|s| row(s, options)).collect();
+        (report, rows)
+    };
     let empty = rows.is_empty();
     if args.json {
         let json = InfoReport {
@@ -89,6 +95,9 @@ fn print_text(report: &dicom::ScanReport, rows: &[SeriesRow]) {
             if r.localizer { " [scout]" } else { "" }
         );
         println!("    uid      {}", r.series_uid);
+        if !r.patient_id.is_empty() {
+            println!("    patient  {}", r.patient_id);
+        }
         match &r.error {
             None => {
                 println!("    size     {} voxels", format_size(r.size));

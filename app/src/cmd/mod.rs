@@ -16,3 +16,4 @@ pub mod review;
 pub mod runtime;
 pub mod sr;
 pub mod sweep;
+pub mod typo;

@@ -12,12 +12,7 @@ pub struct Refused(#[from] pub tessera_core::io::OutputError);
 
 /// Every file and folder a scan read: the path given and each file found under it.
 pub fn inputs_of(path: &Path, report: &ScanReport) -> Vec<PathBuf> {
-    let mut inputs = vec![path.to_path_buf()];
-    for series in &report.series {
-        inputs.extend(series.files.iter().map(|f| f.path.clone()));
-    }
-    inputs.extend(report.skipped.iter().map(|s| s.path.clone()));
-    inputs
+    tessera_core::study::input_files(path, report)
 }
 
 /// Checks each output against `inputs`; the first refusal is the error.

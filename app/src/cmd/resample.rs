@@ -47,7 +47,7 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
     let options = tessera_core::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
-    let (volume, scan) = tessera_core::dicom::open(&args.path, None, options)
+    let (volume, scan) = tessera_core::study::open(&args.path, None, options)
         .with_context(|| format!("opening {}", args.path.display()))?;
     outputs::check(
         &[&args.out, &sidecar_path],

@@ -8,6 +8,8 @@ use tessera_core::infer::runtime::Flavour;
 
 #[derive(Debug, clap::Args)]
 pub struct RuntimeArgs {
+    #[command(flatten)]
+    pub ort_lib: super::flags::OrtLib,
     /// Prefer the GPU build (from `./scripts/setup.sh --gpu`) and preload its CUDA libraries.
     #[arg(long)]
     pub gpu: bool,
@@ -19,6 +21,10 @@ pub fn run(args: &RuntimeArgs, explicit: Option<&Path>) -> anyhow::Result<()> {
     println!("ONNX Runtime {}", runtime.version);
     println!("library: {}", runtime.path.display());
     println!("found via: {}", runtime.source);
+    println!(
+        "shipped models: {}",
+        tessera_core::model::shipped_models_dir().display()
+    );
     if args.gpu {
         println!("CUDA libraries preloaded: {}", runtime.cuda_libraries);
     }

@@ -26,6 +26,8 @@ use crate::common::parse::parse_size;
 
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
+    #[command(flatten)]
+    pub ort_lib: super::flags::OrtLib,
     /// A DICOM file or folder. Without it: the built-in demo study.
     pub path: Option<PathBuf>,
     /// Model folder (with model.json). Default: the shipped detector.
@@ -63,9 +65,9 @@ pub struct SweepArgs {
     /// Write into a folder inside the input study (never over an input file).
     #[arg(long)]
     pub force: bool,
-    /// A memory budget (bytes: 16GiB, 512MiB): drawn on the chart, used for the "fits"
-    /// column, and its chosen patch is swept too.
-    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    /// A memory budget (16GiB, 512M, 2GB): drawn on the chart, used for the "fits" column,
+    /// and its chosen patch is swept too.
+    #[arg(long, value_parser = parse_bytes, value_name = "SIZE", long_help = format!("A memory budget (16GiB, 512M, 2GB): drawn on the chart, used for the \"fits\" column, and its chosen patch is swept too. Units: {}.", super::flags::SIZE_UNITS))]
     pub memory_budget: Option<u64>,
     /// Largest score difference of a matched detection for "match", 0 to 1.
     #[arg(long, default_value_t = 1e-4, value_name = "SCORE", value_parser = super::flags::score)]
@@ -295,6 +297,7 @@ fn chart_data(rows: &[Row]) -> ChartData {
         points: rows
             .iter()
             .map(|r| ChartPoint {
+                patch: r.patch,
                 largest_window_voxels: r.largest_window_voxels(),
                 peak_bytes: r.report.stats.memory.peak_memory_bytes,
                 inference_s: r.report.stats.inference_s,
@@ -492,22 +495,31 @@ fn derived_patches(whole: [usize; 3], grid: ModelGrid) -> Vec<[usize; 3]> {
     out
 }
 
+/// "match: all 12 paired, scores within 3.0e-7, faces within 0.00 vx", or what differs.
 fn parity_cell(p: Option<&ParityReport>) -> String {
-    match p {
-        None => "reference".into(),
-        Some(p) => format!(
-            "{} ({} / {} only, max score diff {:.1e}, max face {:.2} vx)",
-            if p.within_tolerance {
-                "match"
-            } else {
-                "DIFFERS"
-            },
-            p.only_a.len(),
-            p.only_b.len(),
-            p.max_score_difference,
-            p.max_face_difference_voxels
-        ),
+    let Some(p) = p else {
+        return "reference".into();
+    };
+    let verdict = if p.within_tolerance {
+        "match"
+    } else {
+        "DIFFERS"
+    };
+    if p.count_a == 0 && p.count_b == 0 {
+        return format!("{verdict}: no detections in either run");
     }
+    let paired = p.pairs.len();
+    let unpaired = match (p.only_a.len(), p.only_b.len()) {
+        (0, 0) => format!("all {paired} paired"),
+        (a, b) => format!("{paired} paired, {a} only in the reference, {b} only in this run"),
+    };
+    if paired == 0 {
+        return format!("{verdict}: {unpaired}");
+    }
+    format!(
+        "{verdict}: {unpaired}, scores within {:.1e}, faces within {:.2} vx",
+        p.max_score_difference, p.max_face_difference_voxels
+    )
 }
 
 fn csv(rows: &[Row], memory: Option<&MemoryModel>) -> String {
@@ -572,27 +584,27 @@ fn markdown(
     );
     let _ = writeln!(
         s,
-        "- blend {}, overlap {}, memory source {:?}",
+        "- blend {}, overlap {}, memory measured: {}",
         first.config.blend, first.config.overlap, first.stats.memory.memory_source
     );
     let _ = writeln!(s, "- tool: tessera {}\n", first.tool.version);
-    s.push_str("| patch | windows | recompute | peak memory | predicted | error | inference s | wall s | fits budget | output parity |\n");
+    s.push_str("| patch | windows | recompute | peak memory | forecast before the run | refitted bound | inference s | wall s | fits budget | output parity |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for r in rows {
         let measured = r.report.stats.memory.peak_memory_bytes;
-        let (predicted, error) = match memory {
-            Some(m) => {
-                let p = r.predicted_bytes(m);
-                (
-                    format_bytes(p),
-                    format!(
-                        "{:+.1} %",
-                        (p as f64 - measured as f64) / measured as f64 * 100.0
-                    ),
-                )
-            }
-            None => ("-".into(), "-".into()),
+        let against = |predicted: u64| {
+            format!(
+                "{} ({:+.1} %)",
+                format_bytes(predicted),
+                (predicted as f64 - measured as f64) / measured as f64 * 100.0
+            )
         };
+        let forecast = r
+            .report
+            .plan
+            .predicted_peak_bytes
+            .map_or("-".into(), against);
+        let refitted = memory.map_or("-".into(), |m| against(r.predicted_bytes(m)));
         let fits = args.memory_budget.map_or("-".into(), |b| {
             if measured <= b {
                 "yes".to_string()
@@ -612,8 +624,8 @@ fn markdown(
             r.report.stats.windows,
             r.report.plan.recompute_factor,
             format_bytes(measured),
-            predicted,
-            error,
+            forecast,
+            refitted,
             r.report.stats.inference_s,
             r.wall_s,
             fits,
@@ -633,7 +645,7 @@ fn markdown(
         }
         None => s.push_str("\nMemory model: not enough distinct window sizes to fit.\n"),
     }
-    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU); the baseline is what the process held when the run started (the study and its resampled copy); what a run holds for the study is its stitched output maps (and, while the coarse pass runs after the main windows, that pass's grid and maps; after the passes, the lung field), computed from the study's size. The line is fitted on each pass's own peak above what the pass holds, the steps after the passes are the most they needed in any run plus the spread between runs or 1 %, whichever is more; predicted = baseline + maps + the largest of the phases' bounds; error = (predicted - measured) / measured, where a negative error is a run over its prediction.\n");
+    s.push_str("\nPeak memory is the process's resident-set high-water mark during the run (host memory on CPU); the baseline is what the process held when the run started (the study and its resampled copy); what a run holds for the study is its stitched output maps (and, while the coarse pass runs after the main windows, that pass's grid and maps; after the passes, the lung field), computed from the study's size. The line is fitted on each pass's own peak above what the pass holds, the steps after the passes are the most they needed in any run plus the spread between runs or 1 %, whichever is more; a bound = baseline + maps + the largest of the phases' bounds. Each bound is followed by (bound - measured) / measured: positive is room to spare, negative a run over its bound. The forecast before the run is what `tessera detect` predicted from the calibration it had (the card's, or --memory-model): the out-of-sample check. The refitted bound is the memory model above, fitted on these same runs: it shows how well the line fits them, not how well it predicts; its header's figure is measured on each pass of each run, so it can exceed every row's whole-run figure.\n");
     s
 }
 

@@ -106,11 +106,7 @@ pub(crate) fn write_folder(phantom: &phantom::Phantom, dir: &Path) -> anyhow::Re
 
 /// `$TESSERA_CACHE_DIR`, else `$XDG_CACHE_HOME/tessera`, else `~/.cache/tessera`.
 pub fn cache_root() -> PathBuf {
-    let from_env = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let from_env = tessera_core::places::env_path;
     from_env("TESSERA_CACHE_DIR")
         .or_else(|| from_env("XDG_CACHE_HOME").map(|p| p.join("tessera")))
         .or_else(|| from_env("HOME").map(|p| Path::new(&p).join(".cache").join("tessera")))

@@ -29,6 +29,29 @@ pub struct SeriesRow {
     pub error: Option<String>,
 }
 
+/// The row of a volume read from one NIfTI or MetaImage file.
+pub fn volume_row(volume: &tessera_core::Volume) -> SeriesRow {
+    let info = &volume.info;
+    SeriesRow {
+        series_uid: info.series_uid.clone(),
+        modality: info.modality.clone(),
+        description: info.series_description.clone(),
+        series_number: info.series_number,
+        patient_id: info.patient_id.clone(),
+        size: volume.geometry.size,
+        spacing_mm: volume.geometry.spacing_mm,
+        origin_lps_mm: volume.geometry.origin_lps_mm(),
+        files: 1,
+        frames: volume.geometry.size[2],
+        localizer: false,
+        transfer_syntaxes: Vec::new(),
+        warnings: volume.warnings.clone(),
+        filled_slices: Vec::new(),
+        unreadable_files: Vec::new(),
+        error: None,
+    }
+}
+
 /// The row of `series`, laid out with `options` (its error in the row when it is no volume).
 pub fn row(series: &SeriesFiles, options: dicom::LoadOptions) -> SeriesRow {
     let first = series.first();

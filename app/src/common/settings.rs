@@ -84,19 +84,14 @@ impl Places {
     /// `$XDG_CONFIG_HOME/tessera/settings.json`, `$XDG_DATA_HOME/tessera/reviews/` and
     /// `$XDG_DATA_HOME/tessera/models/` (defaults `~/.config`, `~/.local/share`).
     pub fn user() -> Self {
-        let var = |name: &str| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        let home = var("HOME");
-        let config = var("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
-        let data = var("XDG_DATA_HOME").or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+        let var = tessera_core::places::env_path;
+        let config = var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")));
+        let data = tessera_core::places::user_data_dir();
         Self {
             settings: config.map(|c| c.join("tessera/settings.json")),
-            reviews: data.as_ref().map(|d| d.join("tessera/reviews")),
+            reviews: data.as_ref().map(|d| d.join("reviews")),
             retrieved: super::demo::cache_root().join("pacs"),
-            models: data.map(|d| d.join("tessera/models")),
+            models: data.map(|d| d.join("models")),
         }
     }
 

@@ -127,6 +127,11 @@ fn load(
         }
         Source::Path(p) => p,
     };
+    if tessera_core::image_file::format_of(&path).is_some() {
+        send(LoadMessage::Stage(format!("reading {}", path.display())));
+        let volume = tessera_core::image_file::read(&path)?;
+        return Ok(LoadMessage::Loaded(path, Box::new(volume)));
+    }
     send(LoadMessage::Stage(format!("scanning {}", path.display())));
     let report = dicom::scan(&path)?;
     let candidates: Vec<&dicom::SeriesFiles> = report.series.iter().collect();

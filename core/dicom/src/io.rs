@@ -107,8 +107,10 @@ pub enum OutputError {
 /// Checks that writing `path` modifies nothing the user gave as input.
 ///
 /// `inputs` are the files and folders a run reads (a study folder, its series files). Refused:
-/// an input file itself (always), a path inside an input folder or beside an input file, or an
-/// existing DICOM file (those two unless `force`), or anything that is not a regular file.
+/// an input file itself (always), a path inside an input folder or beside an input file (a
+/// DICOM file stands for its folder's study; a NIfTI or MetaImage volume is a whole study in
+/// itself, and outputs may go beside it), or an existing DICOM file (those two unless
+/// `force`), or anything that is not a regular file.
 pub fn check_output(path: &Path, inputs: &[PathBuf], force: bool) -> Result<(), OutputError> {
     if let Ok(meta) = std::fs::metadata(path)
         && !meta.is_file()
@@ -119,6 +121,12 @@ pub fn check_output(path: &Path, inputs: &[PathBuf], force: bool) -> Result<(), 
         });
     }
     let target = absolute(path);
+    let volume_files: Vec<PathBuf> = inputs
+        .iter()
+        .filter(|i| crate::image_file::format_of(i).is_some())
+        .flat_map(|i| crate::image_file::files_of(i))
+        .map(|f| absolute(&f))
+        .collect();
     for input in inputs {
         let input_abs = absolute(input);
         if input_abs == target {
@@ -128,6 +136,8 @@ pub fn check_output(path: &Path, inputs: &[PathBuf], force: bool) -> Result<(), 
         }
         let folder = if input_abs.is_dir() {
             Some(input_abs.as_path())
+        } else if volume_files.contains(&input_abs) {
+            None
         } else {
             input_abs.parent()
         };

@@ -137,7 +137,9 @@ impl Geometry {
     /// Angle between the z axis and the normal of the x/y plane, degrees (0 without tilt).
     pub fn tilt_deg(&self) -> f64 {
         let normal = crate::geometry::cross(self.direction(0), self.direction(1));
+        // Either handedness: a grid whose slices run against the rows' normal is not tilted.
         dot(normal, self.direction(2))
+            .abs()
             .clamp(-1.0, 1.0)
             .acos()
             .to_degrees()
@@ -145,6 +147,42 @@ impl Geometry {
 
     pub fn voxel_count(&self) -> usize {
         self.size.iter().product()
+    }
+
+    /// This geometry with the axes in `flips` (`[x, y, z]`) reversed: voxel `i` becomes
+    /// `n - 1 - i`, at the same place in the patient.
+    pub fn flipped(&self, flips: [bool; 3]) -> Self {
+        let w = &self.world_from_voxel;
+        let mut translation = w.translation;
+        let columns = std::array::from_fn(|a| {
+            let column = w.column(a);
+            if !flips[a] {
+                return column;
+            }
+            let last = self.size[a].saturating_sub(1) as f64;
+            for (t, c) in translation.iter_mut().zip(column) {
+                *t += c * last;
+            }
+            crate::geometry::scale(column, -1.0)
+        });
+        Self {
+            size: self.size,
+            spacing_mm: self.spacing_mm,
+            world_from_voxel: Affine3::from_columns(columns, translation),
+        }
+    }
+
+    /// Per axis, whether it runs toward R, A or I along the patient axis it is nearest: the
+    /// flips that put a volume in DICOM's usual voxel order (columns to the left, rows to the
+    /// back, slices up), without permuting axes.
+    pub fn flips_to_lps(&self) -> [bool; 3] {
+        std::array::from_fn(|a| {
+            let d = self.direction(a);
+            let dominant = (0..3)
+                .max_by(|i, j| d[*i].abs().total_cmp(&d[*j].abs()))
+                .unwrap_or(a);
+            d[dominant] < 0.0
+        })
     }
 
     /// The extent formatted `XxYxZ`.
@@ -237,6 +275,27 @@ pub struct Volume {
 }
 
 impl Volume {
+    /// This volume with the axes in `flips` reversed (voxels and geometry together, so every
+    /// voxel keeps its place in the patient), or `None` when none is.
+    pub fn flipped(&self, flips: [bool; 3]) -> Option<Self> {
+        if !flips.contains(&true) {
+            return None;
+        }
+        let voxels = match &self.voxels {
+            Voxels::I16(v) => Voxels::I16(reversed(v, flips)),
+            Voxels::F32(v) => Voxels::F32(reversed(v, flips)),
+        };
+        Some(Self {
+            voxels,
+            geometry: self.geometry.flipped(flips),
+            info: self.info.clone(),
+            warnings: self.warnings.clone(),
+            // The source's slice indices do not apply to the new order; the warnings name them.
+            filled_slices: Vec::new(),
+            instances: self.instances.clone(),
+        })
+    }
+
     /// What a derived object cites: see [`SeriesSource`].
     pub fn source(&self) -> SeriesSource {
         SeriesSource {
@@ -250,6 +309,17 @@ impl Volume {
             axes_lps: std::array::from_fn(|axis| self.geometry.direction(axis)),
         }
     }
+}
+
+/// `array` (`[z, y, x]`) reversed along the axes in `flips` (`[x, y, z]`), in standard layout.
+fn reversed<T: Clone>(array: &Array3<T>, flips: [bool; 3]) -> Array3<T> {
+    let mut view = array.view();
+    for (a, flip) in flips.iter().enumerate() {
+        if *flip {
+            view.invert_axis(ndarray::Axis(2 - a));
+        }
+    }
+    view.as_standard_layout().into_owned()
 }
 
 #[cfg(test)]
@@ -266,6 +336,25 @@ mod tests {
         assert_eq!(g.size_label(), "4x5x6");
         assert_eq!(g.tilt_deg(), 0.0);
         assert_eq!(g.voxel_count(), 120);
+        // Rows reversed (as a NIfTI often stores them): the same voxels, back in LPS order,
+        // and still no tilt (a left-handed grid is not a tilted one).
+        let f = g.flipped([false, true, false]);
+        assert_eq!(f.tilt_deg(), 0.0);
+        assert_eq!(f.flips_to_lps(), [false, true, false]);
+        assert_eq!(
+            f.world_from_voxel.apply([2.0, 0.0, 3.0]),
+            g.world_from_voxel.apply([2.0, 4.0, 3.0])
+        );
+        assert_eq!(f.flipped([false, true, false]), g);
+    }
+
+    #[test]
+    fn voxels_follow_the_flip() {
+        let a = Array3::from_shape_fn((2, 3, 4), |(z, y, x)| (100 * z + 10 * y + x) as i16);
+        let r = reversed(&a, [true, false, true]);
+        assert_eq!(r[[0, 0, 0]], a[[1, 0, 3]]);
+        assert_eq!(r[[1, 2, 3]], a[[0, 2, 0]]);
+        assert!(r.is_standard_layout());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! `ort` is built with `load-dynamic`: the library comes from the PyPI wheel that the set-up
 //! script unpacks into `.runtime/` (no CDN is reachable here). Resolution order: an explicit path
-//! (CLI/GUI option), then `ORT_DYLIB_PATH`, then the project-local runtime folder. Loading uses
+//! (CLI/GUI option), then `ORT_DYLIB_PATH`, then the runtime folders found from the executable
+//! ([`project_runtime_candidates`]). Loading uses
 //! `ort::init_from`, which returns an error; `ort`'s implicit loader would panic instead.
 
 use std::path::{Path, PathBuf};
@@ -35,7 +36,7 @@ impl std::fmt::Display for RuntimeSource {
         f.write_str(match self {
             Self::Explicit => "--ort-lib option",
             Self::EnvVar => "ORT_DYLIB_PATH",
-            Self::ProjectRuntime => "project runtime folder",
+            Self::ProjectRuntime => "the runtime folder found from the executable",
         })
     }
 }
@@ -56,8 +57,9 @@ pub struct Runtime {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RuntimeError {
     #[error(
-        "ONNX Runtime library not found (looked in: {}). Fix: run ./scripts/setup.sh to fetch it \
-         into .runtime/, or set ORT_DYLIB_PATH (or --ort-lib) to a {} file",
+        "ONNX Runtime library not found (looked in: {}). Fix: run ./scripts/setup.sh in the \
+         checkout to fetch it into .runtime/ (./scripts/install.sh installs it beside an installed \
+         binary), or set ORT_DYLIB_PATH (or --ort-lib) to a {} file",
         looked.join(", "),
         library_file_name()
     )]
@@ -85,11 +87,11 @@ pub enum Flavour {
     Gpu,
 }
 
-/// The project-local runtime files filled by `scripts/setup.sh`, most preferred first: the GPU
-/// build when asked for, then the CPU build.
-///
-/// Looked for next to the executable (a packaged install), then above it (a build in
-/// `target/`), then in the source tree this binary was built from.
+/// The runtime files `scripts/setup.sh` fetches, most preferred first: the GPU build when
+/// asked for, then the CPU build. Each is looked for beside the executable, in its install
+/// prefix (`lib/tessera/`, from `scripts/install.sh`), in the user's data folder
+/// (`~/.local/share/tessera/runtime/`), then in a checkout above it (`.runtime/`): never
+/// where the binary was built, so a copied binary or a moved checkout works.
 pub fn project_runtime_candidates(flavour: Flavour) -> Vec<PathBuf> {
     let name = library_file_name();
     let folders: &[&str] = match flavour {
@@ -98,18 +100,13 @@ pub fn project_runtime_candidates(flavour: Flavour) -> Vec<PathBuf> {
     };
     let mut out = Vec::new();
     for folder in folders {
-        if let Ok(exe) = std::env::current_exe() {
-            let mut dir = exe.parent().map(Path::to_path_buf);
-            if let Some(d) = &dir {
-                out.push(d.join(folder).join(&name));
-            }
-            while let Some(d) = dir {
-                out.push(d.join(".runtime").join(folder).join(&name));
-                dir = d.parent().map(Path::to_path_buf);
-            }
+        let mut found =
+            tessera_dicom::places::candidates(folder, folder, &format!(".runtime/{folder}"));
+        // The user's data folder goes after the install prefix, before any checkout.
+        if let Some(user) = tessera_dicom::places::user_data_dir() {
+            found.insert(2.min(found.len()), user.join("runtime").join(folder));
         }
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        out.push(workspace.join(".runtime").join(folder).join(&name));
+        out.extend(found.into_iter().map(|dir| dir.join(&name)));
     }
     out.dedup();
     out

@@ -552,13 +552,13 @@ fn hex(bytes: &[u8]) -> String {
 /// The folder of the shipped models (`assets/models`), found next to the executable or in the
 /// source tree this binary was built from.
 pub fn shipped_models_dir() -> PathBuf {
-    let beside_exe = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("models")));
-    match beside_exe {
-        Some(dir) if dir.is_dir() => dir,
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/models"),
-    }
+    let candidates = tessera_dicom::places::candidates("models", "models", "assets/models");
+    candidates
+        .iter()
+        .find(|dir| dir.is_dir())
+        .or(candidates.last())
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("assets/models"))
 }
 
 /// The model folders (with a `model.json`) in [`shipped_models_dir`], sorted by name.

@@ -6,10 +6,7 @@
 //! Only flips: a study whose axes are not along the codes' axes (a sagittal or coronal
 //! acquisition) is refused, not permuted.
 
-use ndarray::{Array3, Axis};
-
-use tessera_dicom::geometry::{Affine3, scale};
-use tessera_dicom::volume::{Geometry, Volume, Voxels};
+use tessera_dicom::volume::{Geometry, Volume};
 
 /// Why a study cannot be put in a card's voxel order.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -68,57 +65,14 @@ pub fn flips_to(geometry: &Geometry, codes: &str) -> Result<[bool; 3], OrientErr
     Ok(flips)
 }
 
-/// `geometry` with the axes in `flips` reversed: voxel `i` becomes `n - 1 - i`.
+/// `geometry` with the axes in `flips` reversed ([`Geometry::flipped`]).
 pub fn flipped_geometry(geometry: &Geometry, flips: [bool; 3]) -> Geometry {
-    let w = &geometry.world_from_voxel;
-    let mut translation = w.translation;
-    let columns = std::array::from_fn(|a| {
-        let column = w.column(a);
-        if !flips[a] {
-            return column;
-        }
-        let last = geometry.size[a].saturating_sub(1) as f64;
-        for (t, c) in translation.iter_mut().zip(column) {
-            *t += c * last;
-        }
-        scale(column, -1.0)
-    });
-    Geometry {
-        size: geometry.size,
-        spacing_mm: geometry.spacing_mm,
-        world_from_voxel: Affine3::from_columns(columns, translation),
-    }
+    geometry.flipped(flips)
 }
 
-/// `volume` with the axes in `flips` reversed, or `None` when none is.
+/// `volume` with the axes in `flips` reversed ([`Volume::flipped`]), `None` when none is.
 pub fn flipped(volume: &Volume, flips: [bool; 3]) -> Option<Volume> {
-    if !flips.contains(&true) {
-        return None;
-    }
-    let voxels = match &volume.voxels {
-        Voxels::I16(v) => Voxels::I16(reversed(v, flips)),
-        Voxels::F32(v) => Voxels::F32(reversed(v, flips)),
-    };
-    Some(Volume {
-        voxels,
-        geometry: flipped_geometry(&volume.geometry, flips),
-        info: volume.info.clone(),
-        warnings: volume.warnings.clone(),
-        // The source's slice indices do not apply to the new order; the warnings name them.
-        filled_slices: Vec::new(),
-        instances: volume.instances.clone(),
-    })
-}
-
-/// `array` (`[z, y, x]`) reversed along the axes in `flips` (`[x, y, z]`), in standard layout.
-fn reversed<T: Clone>(array: &Array3<T>, flips: [bool; 3]) -> Array3<T> {
-    let mut view = array.view();
-    for (a, flip) in flips.iter().enumerate() {
-        if *flip {
-            view.invert_axis(Axis(2 - a));
-        }
-    }
-    view.as_standard_layout().into_owned()
+    volume.flipped(flips)
 }
 
 #[cfg(test)]
@@ -140,18 +94,9 @@ mod tests {
     }
 
     #[test]
-    fn voxels_follow_the_flip() {
-        let a = Array3::from_shape_fn((2, 3, 4), |(z, y, x)| (100 * z + 10 * y + x) as i16);
-        let r = reversed(&a, [true, false, true]);
-        assert_eq!(r[[0, 0, 0]], a[[1, 0, 3]]);
-        assert_eq!(r[[1, 2, 3]], a[[0, 2, 0]]);
-        assert!(r.is_standard_layout());
-    }
-
-    #[test]
     fn a_sagittal_study_and_bad_codes_are_refused() {
         let mut g = Geometry::axis_aligned([4, 3, 2], [1.0; 3], [0.0; 3]);
-        g.world_from_voxel = Affine3::from_columns(
+        g.world_from_voxel = tessera_dicom::geometry::Affine3::from_columns(
             [[0.0, 1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]],
             [0.0; 3],
         );

@@ -130,12 +130,50 @@ pub fn choose_patch(
     chosen.ok_or_else(|| {
         let smallest: [usize; 3] =
             std::array::from_fn(|a| budget.smallest_side[a].min(budget.padded[a]));
+        let predicted = memory.peak_bytes(smallest.iter().product());
         PlanError::NothingFits {
             smallest: format_size(smallest),
-            predicted: format_bytes(memory.peak_bytes(smallest.iter().product())),
+            predicted: format_bytes(predicted),
             budget: format_bytes(budget_bytes),
+            least_budget: format_bytes(least_budget_bytes(predicted)),
         }
     })
+}
+
+/// The least budget whose share after [`BUDGET_HEADROOM`] holds `predicted_bytes`.
+pub fn least_budget_bytes(predicted_bytes: u64) -> u64 {
+    (predicted_bytes as f64 / (1.0 - BUDGET_HEADROOM)).ceil() as u64
+}
+
+/// Why `patch` (predicted at `predicted` bytes) is over `budget_bytes`, and what would run:
+/// the patch [`choose_patch`] finds for the budget, or the least budget any patch needs.
+fn over_budget_advice(
+    volume_size: [usize; 3],
+    grid: ModelGrid,
+    memory: &MemoryForecast,
+    budget_bytes: u64,
+    blend: BlendMode,
+    predicted: u64,
+) -> String {
+    match choose_patch(volume_size, grid, memory, budget_bytes, blend) {
+        Ok(fits) => format!(
+            "patch {} fits it (leave out --patch to have the budget choose it), or this patch needs a budget of at least {}",
+            format_size(fits),
+            format_bytes(predicted)
+        ),
+        Err(PlanError::NothingFits {
+            smallest,
+            least_budget,
+            ..
+        }) => format!(
+            "no patch fits it (the smallest, {smallest}, needs a budget of {least_budget}); this patch needs at least {}",
+            format_bytes(predicted)
+        ),
+        Err(other) => format!(
+            "this patch needs a budget of at least {} ({other})",
+            format_bytes(predicted)
+        ),
+    }
 }
 
 /// What [`choose_patch`] searches over.
@@ -362,20 +400,24 @@ pub enum PlanError {
     #[error("overlap {0} must be in [0, 1)")]
     BadOverlap(f64),
     #[error(
-        "patch {patch} needs a predicted peak of {predicted} per window, over the memory budget of {budget}; a smaller patch would fit"
+        "patch {patch} needs a predicted peak of {predicted} per window, over the memory budget of {budget}: {advice}"
     )]
     OverBudget {
         patch: String,
         predicted: String,
         budget: String,
+        /// What would run: the patch the budget allows, or the smallest budget that runs any.
+        advice: String,
     },
     #[error(
-        "no patch fits the memory budget of {budget} (with 10% headroom): even {smallest} needs a predicted {predicted}"
+        "no patch fits the memory budget of {budget} (with 10% headroom): even {smallest} needs a predicted {predicted}, so the smallest budget that runs is {least_budget}"
     )]
     NothingFits {
         smallest: String,
         predicted: String,
         budget: String,
+        /// `predicted` with the headroom: the least budget [`choose_patch`] accepts.
+        least_budget: String,
     },
     #[error("the volume is empty ({0})")]
     EmptyVolume(String),
@@ -461,10 +503,14 @@ impl TilePlan {
         if let (Some(predicted), Some(budget)) = (predicted_peak_bytes, spec.memory_budget_bytes)
             && predicted > budget
         {
+            let advice = memory.map_or_else(String::new, |m| {
+                over_budget_advice(volume_size, grid, m, budget, spec.blend, predicted)
+            });
             return Err(PlanError::OverBudget {
                 patch: patch_label,
                 predicted: format_bytes(predicted),
                 budget: format_bytes(budget),
+                advice,
             });
         }
         Ok(Self {
@@ -480,7 +526,8 @@ impl TilePlan {
         })
     }
 
-    /// "predicted peak ≤ 1.02 GiB (calibrated on 7 runs, worst error +4.2 %)": the one wording
+    /// "predicted peak ≤ 1.02 GiB (calibrated on 7 runs, which peaked 0 to 4.2 % under the
+    /// bound)": the one wording
     /// of a prediction for the CLI, the viewer and logs; `None` without a memory model.
     pub fn predicted_peak_text(&self) -> Option<String> {
         let (bytes, forecast) = (self.predicted_peak_bytes?, self.memory.as_ref()?);

@@ -203,7 +203,15 @@ fn a_predicted_peak_over_budget_is_refused_at_plan_time() {
     let err = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "patch 512x512x64 needs a predicted peak of 9.47 GiB per window, over the memory budget of 8.00 GiB; a smaller patch would fit"
+        "patch 512x512x64 needs a predicted peak of 9.47 GiB per window, over the memory budget of 8.00 GiB: patch 260x260x154 fits it (leave out --patch to have the budget choose it), or this patch needs a budget of at least 9.47 GiB"
+    );
+    // When nothing fits, the refusal says so, and what the least budget is (not "a smaller
+    // patch would fit", which a budget without --patch then contradicted).
+    s.memory_budget_bytes = Some(parse_bytes("100MB").unwrap());
+    let err = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "patch 512x512x64 needs a predicted peak of 9.47 GiB per window, over the memory budget of 95.37 MiB: no patch fits it (the smallest, 12x12x12, needs a budget of 107.06 MiB); this patch needs at least 9.47 GiB"
     );
     s.memory_budget_bytes = Some(parse_bytes("16GiB").unwrap());
     let plan = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap();
@@ -278,7 +286,10 @@ fn the_memory_model_is_an_upper_bound_on_its_calibration() {
     assert!(m.bytes_per_voxel > 0.0, "{m:?}");
     assert_eq!(
         m.describe(),
-        format!("calibrated on 7 runs, worst error +{:.1} %", worst * 100.0)
+        format!(
+            "calibrated on 7 runs, which peaked 0 to {:.1} % under the bound",
+            worst * 100.0
+        )
     );
     // A point above the line lifts it; a decreasing cloud never gets a negative slope.
     let m = MemoryModel::fit(&[(10, 100), (20, 90), (30, 80)]).unwrap();
@@ -445,8 +456,16 @@ fn the_budget_picks_full_axial_context_as_deep_as_fits_when_blending() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no patch fits the memory budget of 95.37 MiB (with 10% headroom): even 12x12x12 needs a predicted 191.76 MiB"
+        "no patch fits the memory budget of 95.37 MiB (with 10% headroom): even 12x12x12 needs a predicted 191.76 MiB, so the smallest budget that runs is 213.06 MiB"
     );
+    // That least budget runs, to the byte.
+    let predicted = memory.peak_bytes(12 * 12 * 12);
+    let least = tessera_plan::plan::least_budget_bytes(predicted);
+    assert_eq!(
+        choose_patch([512, 512, 300], GRID, &memory, least).unwrap(),
+        [12, 12, 12]
+    );
+    assert!(choose_patch([512, 512, 300], GRID, &memory, least - 1).is_err());
 }
 
 /// The committed calibrations: each card's memory bound is the fit of the runs it records, no

@@ -66,6 +66,10 @@ pub enum SrError {
     )]
     NoSource,
     #[error(
+        "the study was not read from DICOM (a NIfTI or MetaImage volume): an SR cites the DICOM instances it measured, and there are none to cite. Run detect on the DICOM series to export an SR; det.json and the CSV hold the findings"
+    )]
+    NoDicomSource,
+    #[error(
         "series {series} has no FrameOfReferenceUID: an SR's 3D coordinates cannot be placed without one"
     )]
     NoFrameOfReference { series: String },
@@ -90,8 +94,11 @@ pub fn document<'a>(
     review: Option<&Review>,
     options: &SrOptions,
 ) -> Result<(SrDocument<'a>, usize), SrError> {
-    let (root, complete) = build::tree(report, review, options.selection)?;
     let source = report.source.as_ref().ok_or(SrError::NoSource)?;
+    if source.instances.is_empty() {
+        return Err(SrError::NoDicomSource);
+    }
+    let (root, complete) = build::tree(report, review, options.selection)?;
     let count = root
         .child(&codes::imaging_measurements())
         .map_or(0, |m| m.children.len());

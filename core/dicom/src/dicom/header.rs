@@ -12,6 +12,8 @@ use dicom_object::{DefaultDicomObject, InMemDicomObject, OpenFileOptions};
 
 use dicom_object::file::ReadPreamble;
 
+use super::part10::{self, Opened, Part10};
+
 use super::guard::Extent;
 use crate::geometry::Vec3;
 use crate::volume::{MAX_VOXELS, SeriesInfo, StudyIdentity};
@@ -106,15 +108,19 @@ pub enum HeaderOutcome {
 
 /// Opens `path` as a regular file (see [`crate::io::open_regular`]) and checks its element
 /// structure against its size (see [`guard`](super::guard)).
-pub(crate) fn open_checked(path: &Path) -> Result<(std::fs::File, Extent), String> {
-    let (mut file, bytes) = crate::io::open_regular(path).map_err(|e| e.to_string())?;
-    let extent = super::guard::check(&mut file, bytes)?;
-    Ok((file, extent))
+pub(crate) fn open_checked(path: &Path) -> Result<(Part10, Extent), String> {
+    match part10::open(path).map_err(|e| e.to_string())? {
+        Opened::Dicom(mut stream, bytes) => {
+            let extent = super::guard::check(&mut stream, bytes)?;
+            Ok((stream, extent))
+        }
+        Opened::NotDicom(reason) => Err(reason),
+    }
 }
 
 /// Reads `range` of `file` into memory (the range was checked against the file's size).
 pub(crate) fn read_range(
-    file: &mut std::fs::File,
+    file: &mut Part10,
     range: std::ops::Range<u64>,
 ) -> Result<Vec<u8>, String> {
     use std::io::{Read, Seek, SeekFrom};
@@ -131,23 +137,17 @@ pub(crate) fn read_range(
 /// structure check and header all read through the same handle.
 pub fn read_header(path: &Path) -> HeaderOutcome {
     let unreadable = |reason: String| HeaderOutcome::Unreadable(Unreadable::new(reason));
-    let (mut file, file_bytes) = match crate::io::open_regular(path) {
-        Ok(opened) => opened,
+    let (mut file, file_bytes) = match part10::open(path) {
+        Ok(Opened::Dicom(stream, bytes)) => (stream, bytes),
+        Ok(Opened::NotDicom(reason)) => {
+            return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(reason));
+        }
         // Not a regular file (a FIFO, a socket): not a DICOM file, listed by kind.
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
             return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(e.to_string()));
         }
         Err(e) => return unreadable(e.to_string()),
     };
-    match crate::io::has_dicom_magic(&mut file) {
-        Ok(true) => {}
-        Ok(false) => {
-            return HeaderOutcome::NotAnImage(NotAnImage::NotDicom(
-                "no DICM marker at byte 128 (not a DICOM Part 10 file)".into(),
-            ));
-        }
-        Err(reason) => return unreadable(reason),
-    }
     let extent = match super::guard::check(&mut file, file_bytes) {
         Ok(extent) => extent,
         Err(reason) => return unreadable(reason),

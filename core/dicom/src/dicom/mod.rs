@@ -21,6 +21,7 @@ mod decode;
 mod guard;
 mod header;
 mod layout;
+mod part10;
 mod scan;
 pub mod sr;
 pub mod write;
@@ -82,6 +83,9 @@ pub enum DicomError {
     },
     #[error("no series with UID {uid} in {}", path.display())]
     SeriesNotFound { uid: String, path: PathBuf },
+    /// A NIfTI or MetaImage file opened through [`crate::study::open`].
+    #[error(transparent)]
+    ImageFile(#[from] crate::image_file::ImageFileError),
 }
 
 impl DicomError {
@@ -90,6 +94,7 @@ impl DicomError {
         match self {
             Self::Io { source, .. } => source.to_string(),
             Self::Parse { reason, .. } | Self::Decode { reason, .. } => reason.clone(),
+            Self::ImageFile(e) => e.reason.clone(),
             Self::MissingAttribute { attribute, .. } => format!("lacks {attribute}"),
             Self::UnsupportedTransferSyntax { name, uid, .. } => {
                 format!("unsupported transfer syntax {name} ({uid})")

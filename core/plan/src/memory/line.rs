@@ -90,12 +90,13 @@ impl MemoryModel {
         best.map(|(_, model)| model)
     }
 
-    /// "calibrated on 7 runs, worst error +4.2 %", or that nothing is recorded.
+    /// "calibrated on 7 runs, which peaked 0 to 4.2 % under the bound", or that nothing is
+    /// recorded. The bound lies above every calibration run, so the error has one sign.
     pub fn describe(&self) -> String {
         match self.calibration_runs {
             0 => "calibration runs not recorded".into(),
             n => format!(
-                "calibrated on {n} runs, worst error +{:.1} %",
+                "calibrated on {n} runs, which peaked 0 to {:.1} % under the bound",
                 self.worst_error * 100.0
             ),
         }

@@ -1,11 +1,18 @@
 //! Memory probes: one [`MemorySample`] type whatever the source.
 //!
-//! On CPU the process's resident set (VmRSS) and its high-water mark (VmHWM) from
-//! `/proc/self/status`; the mark is reset before each window (`/proc/self/clear_refs`), so each
-//! window reports its own peak. GPU probes (NVML) join here when a GPU path lands.
+//! On CPU the process's resident set (VmRSS) from `/proc/self`, and peaks per phase of a run
+//! (a window, the steps after the passes) without touching the kernel's own high-water mark
+//! (VmHWM): resetting it (`clear_refs`) would make every outside tool (`time`, a scheduler's
+//! accounting at exit) report the last phase's peak instead of the process's. A phase's peak
+//! is VmHWM itself when the phase raised it (exact), else the highest resident set a sampling
+//! thread saw during the phase (every [`SAMPLE_INTERVAL`]). GPU probes (NVML) join here.
 //!
 //! The forecasts need the peak to follow what a run holds, so a process that runs the
 //! pipeline calls [`pin_allocator`] first (the `tessera` binary does).
+
+use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +28,16 @@ pub enum MemorySource {
     Unavailable,
 }
 
+impl std::fmt::Display for MemorySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::ProcessRss => "the process's resident memory",
+            Self::GpuNvml => "the process's GPU memory",
+            Self::Unavailable => "no memory measure on this platform",
+        })
+    }
+}
+
 /// Memory at one moment, and the peak since the last reset.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MemorySample {
@@ -29,11 +46,79 @@ pub struct MemorySample {
     pub peak_bytes: u64,
 }
 
-/// Resets the peak so that the next sample's `peak_bytes` covers only what follows.
-/// Returns whether the platform allowed it.
+/// How often the sampling thread reads the resident set: a phase that stays under the
+/// process's high-water mark can hide a peak shorter than this (touching memory runs at a few
+/// GB/s, so a few megabytes at most).
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
+
+/// The highest resident set seen since the last [`reset_peak`].
+static PHASE_PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
+/// VmHWM at the last [`reset_peak`]: a phase that raises it peaked at the new value.
+static HWM_AT_RESET_BYTES: AtomicU64 = AtomicU64::new(0);
+static SAMPLER: Once = Once::new();
+
+/// Starts the next phase: the next sample's `peak_bytes` covers only what follows. The
+/// process's own high-water mark is left as it is. Returns whether memory can be measured.
 pub fn reset_peak() -> bool {
-    // "5" resets the peak RSS of the process (Linux 4.0+).
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+    SAMPLER.call_once(|| {
+        // Without the thread, phases still get VmHWM when they raise it, and their samples.
+        let _ = std::thread::Builder::new()
+            .name("tessera-memory-sampler".into())
+            .spawn(|| {
+                loop {
+                    std::thread::sleep(SAMPLE_INTERVAL);
+                    if let Some(bytes) = resident_bytes() {
+                        PHASE_PEAK_BYTES.fetch_max(bytes, Ordering::Relaxed);
+                    }
+                }
+            });
+    });
+    let Some((current, hwm)) = status() else {
+        return false;
+    };
+    PHASE_PEAK_BYTES.store(current, Ordering::Relaxed);
+    HWM_AT_RESET_BYTES.store(hwm, Ordering::Relaxed);
+    true
+}
+
+/// The resident set from `/proc/self/statm` (cheaper than `status`, for the sampler).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page_bytes())
+}
+
+fn page_bytes() -> u64 {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf reads a constant of the system; it takes no pointers.
+        #[allow(unsafe_code)]
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        u64::try_from(size).unwrap_or(4096)
+    }
+    #[cfg(not(unix))]
+    {
+        4096
+    }
+}
+
+/// `(VmRSS, VmHWM)` in bytes, from `/proc/self/status`.
+fn status() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .map(|kib| kib * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
 /// Large blocks (this size or more) come straight from the kernel and go back to it when freed.
@@ -60,41 +145,90 @@ pub fn pin_allocator() -> bool {
     }
 }
 
-/// The process's memory now.
+/// The process's memory now, and the peak of the phase since the last [`reset_peak`] (the
+/// process's whole peak when none was).
 pub fn sample() -> MemorySample {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+    let Some((current, hwm)) = status() else {
         return MemorySample {
             source: MemorySource::Unavailable,
             current_bytes: 0,
             peak_bytes: 0,
         };
     };
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| {
-                rest.trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .map_or(0, |kib| kib * 1024)
+    let sampled = PHASE_PEAK_BYTES
+        .fetch_max(current, Ordering::Relaxed)
+        .max(current);
+    let peak_bytes = if hwm > HWM_AT_RESET_BYTES.load(Ordering::Relaxed) {
+        hwm
+    } else {
+        sampled
     };
     MemorySample {
         source: MemorySource::ProcessRss,
-        current_bytes: field("VmRSS:"),
-        peak_bytes: field("VmHWM:"),
+        current_bytes: current,
+        peak_bytes,
     }
+}
+
+/// The process's own high-water mark (VmHWM), which [`reset_peak`] never lowers.
+pub fn process_peak_bytes() -> Option<u64> {
+    status().map(|(_, hwm)| hwm)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The process's memory is one for all tests: they take turns.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Touches every page of a block of `bytes`, so that it is resident.
+    fn resident_block(bytes: usize) -> Vec<u8> {
+        let mut block = vec![0u8; bytes];
+        for page in block.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(block)
+    }
+
+    #[test]
+    fn phases_have_their_own_peaks_and_the_process_keeps_its_own() {
+        let _turn = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if status().is_none() {
+            return; // no /proc here
+        }
+        assert!(reset_peak());
+        let block = resident_block(256 << 20);
+        let first = sample();
+        drop(block);
+        let process = process_peak_bytes().unwrap();
+        assert!(first.peak_bytes >= 256 << 20, "{first:?}");
+        assert!(reset_peak());
+        // The kernel's mark is untouched by the reset: outside tools see the whole peak.
+        assert!(process_peak_bytes().unwrap() >= process);
+        let second = sample();
+        assert!(
+            second.peak_bytes < first.peak_bytes,
+            "a new phase starts from what is held now: {second:?} after {first:?}"
+        );
+        // A phase that raises the process's mark peaks at it exactly.
+        let bigger = resident_block(384 << 20);
+        let raised = sample();
+        assert!(raised.peak_bytes > process, "{raised:?} after {process}");
+        assert!(
+            raised.peak_bytes <= process_peak_bytes().unwrap(),
+            "{raised:?}"
+        );
+        drop(bigger);
+    }
+
     #[test]
     fn a_pinned_allocator_gives_freed_blocks_back() {
+        let _turn = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !cfg!(all(target_os = "linux", target_env = "gnu")) {
             return; // nothing to pin
         }
@@ -116,24 +250,5 @@ mod tests {
             "{during} -> {after}"
         );
         drop(kept);
-    }
-
-    #[test]
-    fn peak_follows_a_large_allocation_and_resets() {
-        if sample().source == MemorySource::Unavailable {
-            return; // not Linux: nothing to check
-        }
-        assert!(reset_peak());
-        let before = sample();
-        let block = vec![1u8; 64 << 20];
-        let during = sample();
-        assert!(
-            during.peak_bytes >= before.current_bytes + (60 << 20),
-            "{before:?} {during:?}"
-        );
-        drop(block);
-        assert!(reset_peak());
-        let after = sample();
-        assert!(after.peak_bytes < during.peak_bytes, "{during:?} {after:?}");
     }
 }
