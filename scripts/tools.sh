@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Debian tools the tests check Tessera's DICOM output against: dcmtk (dsrdump, dsr2xml),
 # dicom3tools (dciodvfy), the converters whose NIfTI (dcm2niix) and MetaImage (plastimatch) files
-# the volume readers are checked against, and the PACS the DICOMweb tests talk to (Orthanc with its DICOMweb
+# the volume readers are checked against, a one-node Slurm for the job-array test (slurm-wlm,
+# munge; the test configures and starts its own daemons), and the PACS the DICOMweb tests talk to (Orthanc with its DICOMweb
 # plugin; the tests start their own on loopback, nothing runs as a service), and openssl (a
 # certificate no system trusts, for the HTTPS refusal test). Installs what is missing when it can (root, or sudo without a
 # password); otherwise says what to install, and the tests that need them say SKIPPED (in CI
@@ -10,7 +11,7 @@ set -euo pipefail
 say() { printf 'tools: %s\n' "$*" >&2; }
 
 declare -A package_of=([dsrdump]=dcmtk [dsr2xml]=dcmtk [dcmconv]=dcmtk [dciodvfy]=dicom3tools [Orthanc]=orthanc [openssl]=openssl
-  [dcm2niix]=dcm2niix [plastimatch]=plastimatch)
+  [dcm2niix]=dcm2niix [plastimatch]=plastimatch [slurmctld]=slurm-wlm [munged]=munge)
 missing=()
 for tool in "${!package_of[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")

@@ -40,6 +40,9 @@ enum Command {
     Phantom(cmd::phantom::PhantomArgs),
     /// Run the tiled detector and write det.json (and a LUNA16 CSV).
     Detect(cmd::detect::DetectArgs),
+    /// Run the detector over a manifest of studies (resumable, with a summary), or one of
+    /// them per task of a cluster's job array.
+    Batch(cmd::batch::BatchArgs),
     /// FROC and CPM of runs against phantom truth or LIDC readers.
     Evaluate(cmd::evaluate::EvaluateArgs),
     /// The LIDC-IDRI reader annotations of a case, grouped across readers.
@@ -95,6 +98,12 @@ struct ViewArgs {
     /// bundle; the picker lists it with the installed ones.
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
+    /// List the studies of this `tessera batch` output folder (File > Open batch results).
+    #[arg(long, value_name = "DIR")]
+    batch: Option<PathBuf>,
+    /// With --batch: open this study (its id) with its run's detections.
+    #[arg(long, value_name = "ID", requires = "batch")]
+    batch_study: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -148,6 +157,8 @@ fn main() -> ExitCode {
                 allow_gaps: args.allow_gaps,
                 sr: args.sr,
                 model: args.model,
+                batch: args.batch,
+                batch_study: args.batch_study,
             },
         )),
         Some(Command::Info(args)) => done(cmd::info::run(&args)),
@@ -155,6 +166,10 @@ fn main() -> ExitCode {
         Some(Command::Detect(args)) => {
             let lib = ort_lib(args.ort_lib.clone());
             cmd::detect::run(&args, lib.as_deref())
+        }
+        Some(Command::Batch(args)) => {
+            let lib = ort_lib(args.ort_lib.clone());
+            cmd::batch::run(&args, lib.as_deref())
         }
         Some(Command::Evaluate(args)) => done(cmd::evaluate::run(&args)),
         Some(Command::Lidc(args)) => done(cmd::lidc::run(&args)),
@@ -199,7 +214,11 @@ fn subcommand_names() -> Vec<String> {
 /// The name of a subcommand that loads no ONNX Runtime (where `--ort-lib` means nothing).
 fn loads_no_runtime(command: &Command) -> Option<&'static str> {
     match command {
-        Command::View(_) | Command::Detect(_) | Command::Sweep(_) | Command::Runtime(_) => None,
+        Command::View(_)
+        | Command::Detect(_)
+        | Command::Batch(_)
+        | Command::Sweep(_)
+        | Command::Runtime(_) => None,
         Command::Info(_) => Some("info"),
         Command::Phantom(_) => Some("phantom"),
         Command::Evaluate(_) => Some("evaluate"),

@@ -587,3 +587,64 @@ fn the_reader_measures_with_a_ruler_and_adds_a_missed_finding() {
             .is_empty()
     );
 }
+
+/// File > Open batch results: the batch's studies listed, a failed one not openable, and a
+/// done one opened with its run's detections (from its det.json) in the table.
+#[test]
+fn batch_results_open_a_study_with_its_runs_detections() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let study = phantom_study(dir.path(), [128, 128, 48]);
+    std::fs::create_dir_all(dir.path().join("broken")).unwrap();
+    std::fs::write(dir.path().join("broken/x.dcm"), b"not DICOM").unwrap();
+    let manifest = dir.path().join("m.csv");
+    std::fs::write(&manifest, "study,id\nstudy,a\nbroken,bad\n").unwrap();
+    let out = dir.path().join("out");
+    let tiny = tessera_core::model::shipped_models_dir().join("tessera-test-tiny");
+    let ran = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("batch")
+        .arg(&manifest)
+        .arg("--out")
+        .arg(&out)
+        .arg("--model")
+        .arg(&tiny)
+        .args(["--", "--patch", "64x64x32"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let det = tessera_core::report::DetectionReport::read_json(&out.join("a/det.json")).unwrap();
+
+    let mut h = harness(Source::Demo);
+    h.state_mut().batch.load(out.clone()).unwrap();
+    // A new window sizes itself over its first frames.
+    for _ in 0..3 {
+        h.step();
+    }
+    h.get_by_label_contains("2 studies: 1 done, 1 failed");
+    let buttons = h.get_all_by_label("Open").collect::<Vec<_>>();
+    assert_eq!(buttons.len(), 2, "one Open per row");
+    assert!(
+        buttons[1].accesskit_node().is_disabled(),
+        "the failed study"
+    );
+    buttons[0].click();
+    step_until(&mut h, "the batch study and its run", |app| {
+        app.study.as_ref().is_some_and(|s| s.source == study) && !app.run_panel.runs.is_empty()
+    });
+    let app = h.state();
+    let record = app.run_panel.runs.last().unwrap();
+    assert_eq!(record.label, "batch 64x64x32 halo");
+    assert_eq!(record.report.detections, det.detections);
+    assert!(!app.batch.open, "the window closes on opening a row");
+    let shown = format!("{}: {} detection(s)", record.label, det.detections.len());
+    // The detections panel's heading, and the message saying where the run came from.
+    assert_eq!(h.get_all_by_label_contains(&shown).count(), 2);
+    h.get_by_label_contains("detection(s) from ");
+}

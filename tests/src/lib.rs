@@ -13,6 +13,7 @@ use std::path::PathBuf;
 pub mod bad_input;
 pub mod fuzz;
 pub mod orthanc;
+pub mod slurm;
 pub mod tls;
 
 /// The shared data folder: `$TESSERA_DATA_DIR`, else `<workspace>/../shared/data`.

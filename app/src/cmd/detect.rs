@@ -185,9 +185,8 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
     Ok(ExitCode::SUCCESS)
 }
 
-/// The shipped detector: the first model folder that is not a test model.
-/// The core's defaults, changed by the flags.
-fn config(
+/// The core's defaults, changed by the flags (also how `tessera batch` plans its studies).
+pub(crate) fn config(
     args: &DetectArgs,
     model: &Model,
     ort_lib: Option<&std::path::Path>,

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod batch;
 pub mod bench;
 pub mod chart;
 pub mod detect;

@@ -256,7 +256,8 @@ fn sweep_command(
 }
 
 /// Runs `command` to its end; `None` when `cancel` fired (the child is killed, not left).
-fn wait_for(
+/// Runs `command` to its end, or kills it when `cancel` is set (`None`).
+pub(crate) fn wait_for(
     mut command: Command,
     cancel: &tessera_core::infer::CancelToken,
 ) -> anyhow::Result<Option<std::process::ExitStatus>> {

@@ -4,6 +4,7 @@
 //! that report through channels ([`study::LoadJob`], [`run::RunJob`]). Everything the viewer
 //! computes comes from `tessera_core` (slices, plans, the pipeline, parity, reports).
 
+pub mod batch;
 mod colors;
 pub mod imported;
 mod keys;
@@ -43,6 +44,10 @@ pub struct Startup {
     pub sr: Option<PathBuf>,
     /// Choose this model folder in the run panel.
     pub model: Option<PathBuf>,
+    /// List this `tessera batch` output folder (File > Open batch results).
+    pub batch: Option<PathBuf>,
+    /// Then open this study of it, with its run.
+    pub batch_study: Option<String>,
 }
 
 /// Opens the viewer window and blocks until it is closed.
@@ -127,6 +132,10 @@ pub struct TesseraApp {
     pub pacs: pacs::PacsBrowser,
     /// An SR's findings over the study (File > Open SR).
     pub imported: Option<imported::Imported>,
+    /// File > Open batch results.
+    pub batch: batch::BatchResults,
+    /// A batch run's det.json to show once the study being opened is loaded.
+    pending_run: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,9 +164,39 @@ impl TesseraApp {
             allow_gaps,
             pacs: pacs::PacsBrowser::default(),
             imported: None,
+            batch: batch::BatchResults::default(),
+            pending_run: None,
         };
         app.open(source, None);
         app
+    }
+
+    /// Opens a batch row's study; its run is shown once the study is loaded.
+    pub fn open_batch_row(&mut self, chosen: batch::Chosen) {
+        self.pending_run = Some(chosen.detections);
+        self.open(Source::Path(chosen.study), None);
+    }
+
+    /// Shows a batch run's detections (from its det.json) on the open study, with the
+    /// reader's stored review of that run if there is one.
+    fn show_batch_run(&mut self, det: &std::path::Path) {
+        let Some(study) = &self.study else {
+            return;
+        };
+        match batch::run_from_file(det, &study.volume, &self.run_panel.models) {
+            Ok(record) => {
+                let text = format!(
+                    "{}: {} detection(s) from {}",
+                    record.label,
+                    record.report.detections.len(),
+                    det.display()
+                );
+                self.run_panel.runs.push(record);
+                self.review.run_finished(&self.run_panel.runs);
+                self.info(text);
+            }
+            Err(e) => self.error(format!("{e:#}")),
+        }
     }
 
     /// Starts loading `source` in the background (`series_uid` picks one of several series).
@@ -225,6 +264,9 @@ impl TesseraApp {
                     self.review.study_changed();
                     self.imported = None;
                     self.study = Some(*study);
+                    if let Some(det) = self.pending_run.take() {
+                        self.show_batch_run(&det);
+                    }
                 }
                 study::LoadPoll::Failed(e) => {
                     self.load = None;
@@ -272,8 +314,27 @@ impl TesseraApp {
 
     /// `--sr`, `--run` and `--screenshot`: act once the study is open (and the run is done).
     fn startup_steps(&mut self) {
-        if self.study.is_none() || self.run_panel.is_running() || self.screenshot.is_some() {
+        if self.study.is_none()
+            || self.load.is_some()
+            || self.run_panel.is_running()
+            || self.screenshot.is_some()
+        {
             return;
+        }
+        if let Some(dir) = self.startup.batch.take() {
+            if let Err(e) = self.batch.load(dir) {
+                self.error(format!("{e:#}"));
+            }
+            if let Some(id) = self.startup.batch_study.take() {
+                match self.batch.choose(&id) {
+                    Some(chosen) => {
+                        self.batch.open = false;
+                        self.open_batch_row(chosen);
+                        return;
+                    }
+                    None => self.error(format!("no study '{id}' that ran in this batch")),
+                }
+            }
         }
         if let Some(path) = self.startup.sr.take() {
             self.import_sr(&path);
@@ -313,6 +374,11 @@ impl TesseraApp {
         if self.pacs.open {
             self.pacs_ui(&ui.ctx().clone());
         }
+        if self.batch.open
+            && let Some(chosen) = self.batch.ui(&ui.ctx().clone())
+        {
+            self.open_batch_row(chosen);
+        }
         // After every widget, so that no key a field took is read again here (see `keys`).
         self.shortcuts(ui.ctx(), typing_at_start);
         // Workers ask for a frame when they have news; between news only the elapsed time
@@ -341,40 +407,7 @@ impl TesseraApp {
     fn menu_ui(&mut self, ui: &mut Ui) {
         egui::MenuBar::new().ui(ui, |ui| {
             ui.menu_button("File", |ui| {
-                ui.checkbox(&mut self.allow_gaps, "Allow gaps")
-                    .on_hover_text(
-                        "Open series with missing or unreadable slices by interpolating them (each filled slice is listed and marked). Off: such a series is refused.",
-                    );
-                if ui.button("Open folder…").clicked() {
-                    if let Some(path) = rfd::FileDialog::new().pick_folder() {
-                        self.open(Source::Path(path), None);
-                    }
-                    ui.close();
-                }
-                if ui.button("Open file…").clicked() {
-                    if let Some(path) = rfd::FileDialog::new().pick_file() {
-                        self.open(Source::Path(path), None);
-                    }
-                    ui.close();
-                }
-                if ui.button("Open from PACS…").clicked() {
-                    self.pacs.open = true;
-                    ui.close();
-                }
-                if ui
-                    .add_enabled(self.study.is_some(), egui::Button::new("Open SR…"))
-                    .on_hover_text("Show a DICOM SR's findings over the open study")
-                    .clicked()
-                {
-                    if let Some(path) = rfd::FileDialog::new().pick_file() {
-                        self.import_sr(&path);
-                    }
-                    ui.close();
-                }
-                if ui.button("Open demo study").clicked() {
-                    self.open(Source::Demo, None);
-                    ui.close();
-                }
+                self.open_menu_ui(ui);
                 ui.separator();
                 let have_run = self.run_panel.runs.last().is_some();
                 if ui
@@ -402,7 +435,10 @@ impl TesseraApp {
                 }
                 let can_send = have_run && !self.pacs.is_busy();
                 if ui
-                    .add_enabled(can_send, egui::Button::new("Send SR to PACS (accepted findings)"))
+                    .add_enabled(
+                        can_send,
+                        egui::Button::new("Send SR to PACS (accepted findings)"),
+                    )
                     .clicked()
                 {
                     self.send_sr();
@@ -436,6 +472,56 @@ impl TesseraApp {
                 ui.label(job.stage_text());
             }
         });
+    }
+
+    /// File menu: the ways to open a study (and what goes over one).
+    fn open_menu_ui(&mut self, ui: &mut Ui) {
+        ui.checkbox(&mut self.allow_gaps, "Allow gaps")
+            .on_hover_text(
+                "Open series with missing or unreadable slices by interpolating them (each filled slice is listed and marked). Off: such a series is refused.",
+            );
+        if ui.button("Open folder…").clicked() {
+            if let Some(path) = rfd::FileDialog::new().pick_folder() {
+                self.open(Source::Path(path), None);
+            }
+            ui.close();
+        }
+        if ui.button("Open file…").clicked() {
+            if let Some(path) = rfd::FileDialog::new().pick_file() {
+                self.open(Source::Path(path), None);
+            }
+            ui.close();
+        }
+        if ui.button("Open from PACS…").clicked() {
+            self.pacs.open = true;
+            ui.close();
+        }
+        if ui
+            .add_enabled(self.study.is_some(), egui::Button::new("Open SR…"))
+            .on_hover_text("Show a DICOM SR's findings over the open study")
+            .clicked()
+        {
+            if let Some(path) = rfd::FileDialog::new().pick_file() {
+                self.import_sr(&path);
+            }
+            ui.close();
+        }
+        if ui
+            .button("Open batch results…")
+            .on_hover_text("A `tessera batch` output folder: its studies, each with its run")
+            .clicked()
+        {
+            if let Some(dir) = rfd::FileDialog::new().pick_folder()
+                && let Err(e) = self.batch.load(dir)
+            {
+                self.error(format!("{e:#}"));
+            }
+            ui.close();
+        }
+        if ui.button("Open demo study").clicked() {
+            self.open(Source::Demo, None);
+            ui.close();
+        }
     }
 
     fn messages_ui(&mut self, ui: &mut Ui) {
