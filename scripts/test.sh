@@ -16,7 +16,7 @@ took() {
   printf 'test: ... %d s (total %d s)\n' $((SECONDS - step_started)) $((SECONDS - started)) >&2
 }
 
-step 1/5 "set-up (ONNX Runtime from PyPI; the test tools from Debian: dcmtk, dicom3tools, orthanc; once)"
+step 1/5 "set-up (ONNX Runtime from PyPI; the test tools from Debian: dcmtk, dicom3tools, dcm2niix, plastimatch, orthanc, slurm-wlm, munge; once)"
 "$root/scripts/setup.sh"
 "$root/scripts/tools.sh"
 took
