@@ -444,3 +444,71 @@ fn cancelled_mid_study_then_resubmitted(slurm: &Slurm, dir: &Path) {
     );
     assert!(out2.join("big/det.json").is_file(), "{}", slurm.logs());
 }
+
+/// A manifest line naming a study on a PACS (a real Orthanc with its DICOMweb plugin): it is
+/// retrieved into the batch's folder, run, and not retrieved or run again on a rerun.
+#[test]
+fn a_dicomweb_line_is_retrieved_then_run() {
+    if !runtime_available() {
+        return;
+    }
+    let Some(orthanc) = tessera_tests::orthanc::Orthanc::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    studies(dir.path());
+    let folder = dir.path().join("s1");
+    let (volume, scan) =
+        tessera_core::dicom::open(&folder, None, tessera_core::dicom::LoadOptions::default())
+            .unwrap();
+    let files: Vec<PathBuf> = scan.series[0]
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    orthanc.server().store_files(&files).unwrap();
+    let manifest = dir.path().join("remote.csv");
+    std::fs::write(
+        &manifest,
+        format!(
+            "url,study_uid,id\n{},{},remote\n",
+            orthanc.dicomweb_url(),
+            volume.info.study_uid
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = || {
+        Command::new(BIN)
+            .env("TESSERA_PACS_USER", tessera_tests::orthanc::USER)
+            .env("TESSERA_PACS_PASSWORD", tessera_tests::orthanc::PASSWORD)
+            .arg("batch")
+            .arg(&manifest)
+            .arg("--out")
+            .arg(&out)
+            .arg("--model")
+            .arg(tiny_model())
+            .args(["--", "--patch", "64x64x32"])
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", stderr_of(&first));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("remote/batch.json")).unwrap()).unwrap();
+    assert_eq!(record["status"], "done");
+    assert_eq!(
+        record["study_path"].as_str().map(PathBuf::from),
+        Some(out.join(".retrieved/remote"))
+    );
+    let det =
+        tessera_core::report::DetectionReport::read_json(&out.join("remote/det.json")).unwrap();
+    assert_eq!(det.series_uid, volume.info.series_uid);
+    let again = run();
+    assert!(again.status.success());
+    assert!(
+        stderr_of(&again).contains("remote: done before with these settings, skipped"),
+        "{}",
+        stderr_of(&again)
+    );
+}
