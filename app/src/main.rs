@@ -277,7 +277,9 @@ mod tests {
         // Commands that load no runtime do not offer it.
         for command in ["sr", "review", "info", "parity"] {
             let mut root = Cli::command();
-            let sub = root.find_subcommand_mut(command).unwrap();
+            let Some(sub) = root.find_subcommand_mut(command) else {
+                panic!("no subcommand {command}");
+            };
             assert!(
                 sub.get_arguments().all(|a| a.get_long() != Some("ort-lib")),
                 "{command}"

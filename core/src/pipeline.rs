@@ -211,7 +211,10 @@ pub fn detect(
     cancel: &CancelToken,
     observer: &mut dyn FnMut(&Event),
 ) -> Result<DetectionResult, PipelineError> {
+    // The memory sampler runs while a run does (its phases' peaks), not while a viewer idles.
+    let sampling = memory::Sampling::start();
     let result = run(volume, model, config, cancel, observer);
+    drop(sampling);
     match &result {
         Ok(r) => observer(&Event::Finished {
             elapsed_s: r.stats.elapsed_s,

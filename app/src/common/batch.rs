@@ -129,10 +129,24 @@ pub fn collect(out: &Path) -> anyhow::Result<Vec<StudyRecord>> {
 /// Rewrites `out/summary.csv` and `out/summary.md` from the records there, as a set.
 pub fn write_summary(out: &Path) -> anyhow::Result<Vec<StudyRecord>> {
     let records = collect(out)?;
-    let (csv, md) = summary(&records);
+    write_summary_of(out, &records)?;
+    Ok(records)
+}
+
+/// Rewrites the summary files in `out` from `records` (the batch's, kept as it runs: no
+/// record is read again after each study).
+pub fn write_summary_of(out: &Path, records: &[StudyRecord]) -> anyhow::Result<()> {
+    let (csv, md) = summary(records);
     tessera_core::io::write_set(&[
         (&out.join("summary.csv"), csv.as_bytes()),
         (&out.join("summary.md"), md.as_bytes()),
     ])?;
-    Ok(records)
+    Ok(())
+}
+
+/// `record` in `records` (replacing the one with its id), kept in manifest line order.
+pub fn upsert(records: &mut Vec<StudyRecord>, record: StudyRecord) {
+    records.retain(|r| r.id != record.id);
+    let at = records.partition_point(|r| r.line <= record.line);
+    records.insert(at, record);
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use egui::Ui;
-use tessera_core::model::Model;
+use tessera_core::model::{Model, ModelCard};
 use tessera_core::pipeline::{self, DetectConfig};
 use tessera_core::plan::{TileSpec, format_bytes};
 use tessera_core::report::DetectionReport;
@@ -123,17 +123,19 @@ impl BatchResults {
 }
 
 /// A finished run rebuilt from its det.json on `volume`: the model it names (found among
-/// `models` by its hash), the plan its settings make, the grid it ran on.
+/// `models` by its hash; its folder is returned too), the plan its settings make, the grid it
+/// ran on.
 pub fn run_from_file(
     path: &Path,
     volume: &Volume,
     models: &[PathBuf],
-) -> anyhow::Result<RunRecord> {
+) -> anyhow::Result<(RunRecord, PathBuf)> {
     let report = DetectionReport::read_json(path)?;
-    let model = models
+    // Cards first (no hashing), then the one model whose card names the run's hash.
+    let (model, model_dir) = models
         .iter()
-        .filter_map(|dir| Model::load(dir).ok())
-        .find(|m| m.sha256 == report.model.sha256)
+        .filter(|dir| ModelCard::read(dir).is_ok_and(|c| c.sha256 == report.model.sha256))
+        .find_map(|dir| Model::load(dir).ok().map(|m| (m, dir.clone())))
         .with_context(|| {
             format!(
                 "the model of {} ({}, sha256 {}) is not among the installed models",
@@ -156,7 +158,7 @@ pub fn run_from_file(
     let model_geometry = pipeline::model_geometry(&volume.geometry, &model);
     let plan = pipeline::plan_for(model_geometry.size, &model, &config, 0)
         .with_context(|| format!("the plan of {}", path.display()))?;
-    Ok(RunRecord {
+    let record = RunRecord {
         label: format!(
             "batch {} {}",
             format_size(report.config.patch),
@@ -166,5 +168,6 @@ pub fn run_from_file(
         plan,
         model_geometry,
         lung_field: None,
-    })
+    };
+    Ok((record, model_dir))
 }

@@ -184,7 +184,9 @@ impl TesseraApp {
             return;
         };
         match batch::run_from_file(det, &study.volume, &self.run_panel.models) {
-            Ok(record) => {
+            Ok((record, model_dir)) => {
+                // The panel offers the run's model, so that a new run compares like with like.
+                self.run_panel.choose_model(&model_dir);
                 let text = format!(
                     "{}: {} detection(s) from {}",
                     record.label,

@@ -13,18 +13,32 @@ fn exe_dir() -> Option<PathBuf> {
         .and_then(|exe| exe.parent().map(std::path::Path::to_path_buf))
 }
 
-/// Where to look for one of Tessera's files or folders, most preferred first: `beside` the
-/// executable, `PREFIX/lib/tessera/installed`, then `in_checkout` in each folder above it.
-pub fn candidates(beside: &str, installed: &str, in_checkout: &str) -> Vec<PathBuf> {
+/// Where to look for one of Tessera's files or folders, most preferred first: as installed
+/// ([`installed`]), then in a checkout ([`in_checkouts`]).
+pub fn candidates(beside: &str, installed_as: &str, in_checkout: &str) -> Vec<PathBuf> {
+    let mut out = installed(beside, installed_as);
+    out.extend(in_checkouts(in_checkout));
+    out
+}
+
+/// `beside` the executable, then `PREFIX/lib/tessera/installed_as` (the executable in
+/// `PREFIX/bin`).
+pub fn installed(beside: &str, installed_as: &str) -> Vec<PathBuf> {
     let Some(dir) = exe_dir() else {
         return Vec::new();
     };
     let mut out = vec![dir.join(beside)];
     if let Some(prefix) = dir.parent() {
-        out.push(prefix.join("lib/tessera").join(installed));
+        out.push(prefix.join("lib/tessera").join(installed_as));
     }
-    out.extend(dir.ancestors().map(|a| a.join(in_checkout)));
     out
+}
+
+/// `in_checkout` in each folder above the executable (a build in a checkout's `target/`).
+pub fn in_checkouts(in_checkout: &str) -> Vec<PathBuf> {
+    exe_dir()
+        .map(|dir| dir.ancestors().map(|a| a.join(in_checkout)).collect())
+        .unwrap_or_default()
 }
 
 /// The user's data folder for Tessera: `$XDG_DATA_HOME/tessera` (default

@@ -35,6 +35,19 @@ pub fn open(
     Ok((volume, report))
 }
 
+/// The geometry [`open`] would give: from the headers alone for DICOM
+/// ([`dicom::open_geometry`]); a volume file is read whole (its header is the small part).
+pub fn open_geometry(
+    path: &Path,
+    series_uid: Option<&str>,
+    options: LoadOptions,
+) -> Result<crate::volume::Geometry, DicomError> {
+    if image_file::format_of(path).is_none() {
+        return dicom::open_geometry(path, series_uid, options);
+    }
+    Ok(open(path, series_uid, options)?.0.geometry)
+}
+
 /// Every file opening `path` read: the path, its DICOM files (and those skipped), or a
 /// MetaImage header's data file. Outputs must not replace any of them.
 pub fn input_files(path: &Path, report: &ScanReport) -> Vec<PathBuf> {

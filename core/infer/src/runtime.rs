@@ -100,13 +100,14 @@ pub fn project_runtime_candidates(flavour: Flavour) -> Vec<PathBuf> {
     };
     let mut out = Vec::new();
     for folder in folders {
-        let mut found =
-            tessera_dicom::places::candidates(folder, folder, &format!(".runtime/{folder}"));
-        // The user's data folder goes after the install prefix, before any checkout.
-        if let Some(user) = tessera_dicom::places::user_data_dir() {
-            found.insert(2.min(found.len()), user.join("runtime").join(folder));
-        }
-        out.extend(found.into_iter().map(|dir| dir.join(&name)));
+        let user = tessera_dicom::places::user_data_dir().map(|u| u.join("runtime").join(folder));
+        let dirs = tessera_dicom::places::installed(folder, folder)
+            .into_iter()
+            .chain(user)
+            .chain(tessera_dicom::places::in_checkouts(&format!(
+                ".runtime/{folder}"
+            )));
+        out.extend(dirs.map(|dir| dir.join(&name)));
     }
     out.dedup();
     out

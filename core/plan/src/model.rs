@@ -299,6 +299,26 @@ pub struct ModelCard {
 }
 
 impl ModelCard {
+    /// The card in `dir` (its `model.json`), parsed but neither checked nor its files hashed:
+    /// enough to tell models apart by name or hash before loading one.
+    pub fn read(dir: &Path) -> Result<Self, ModelError> {
+        let card_path = dir.join("model.json");
+        if !card_path.exists() {
+            return Err(ModelError::NoCard {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let text =
+            tessera_dicom::io::read_regular_file(&card_path).map_err(|source| ModelError::Io {
+                path: card_path.clone(),
+                source,
+            })?;
+        serde_json::from_slice(&text).map_err(|e| ModelError::BadCard {
+            path: card_path,
+            reason: e.to_string(),
+        })
+    }
+
     /// The heads the pipeline reads, in the order of the window outputs and the stitched maps:
     /// the heatmap (1 channel), then for CenterNet the size and offset heads (3 each); for a
     /// RetinaNet every level's classification, then every level's box regression. The engine
@@ -402,22 +422,12 @@ pub enum ModelError {
 impl Model {
     /// Loads and checks the model in `dir` (a folder with `model.json`).
     pub fn load(dir: &Path) -> Result<Self, ModelError> {
+        let card = ModelCard::read(dir)?;
         let card_path = dir.join("model.json");
-        if !card_path.exists() {
-            return Err(ModelError::NoCard {
-                dir: dir.to_path_buf(),
-            });
-        }
-        let text =
-            tessera_dicom::io::read_regular_file(&card_path).map_err(|source| ModelError::Io {
-                path: card_path.clone(),
-                source,
-            })?;
         let bad = |reason: String| ModelError::BadCard {
             path: card_path.clone(),
             reason,
         };
-        let card: ModelCard = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
         if card.stride.per_axis().contains(&0) || card.receptive_field_voxels == 0 {
             return Err(bad(
                 "stride and receptive_field_voxels must be positive".into()

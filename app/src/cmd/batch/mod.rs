@@ -137,6 +137,12 @@ pub fn run(args: &BatchArgs, ort_lib: Option<&Path>) -> anyhow::Result<ExitCode>
     let on_signal = cancel.clone();
     // One handler per process; a second install (tests) keeps the first.
     let _ = ctrlc::set_handler(move || on_signal.cancel());
+    // The summary is the folder's records (earlier runs' too), kept here as studies finish;
+    // one task of an array writes none.
+    let mut summary = match task {
+        None => Some(record::collect(out)?),
+        Some(_) => None,
+    };
     let finished = run_all(
         &todo,
         out,
@@ -144,7 +150,7 @@ pub fn run(args: &BatchArgs, ort_lib: Option<&Path>) -> anyhow::Result<ExitCode>
         &settings,
         args,
         &cancel,
-        task.is_none(),
+        summary.as_mut(),
     )?;
     if cancel.is_cancelled() {
         eprintln!(
@@ -152,10 +158,10 @@ pub fn run(args: &BatchArgs, ort_lib: Option<&Path>) -> anyhow::Result<ExitCode>
         );
         return Ok(ExitCode::from(EXIT_CANCELLED));
     }
-    if task.is_some() {
+    let Some(records) = summary else {
         return Ok(exit_for(&finished));
-    }
-    let records = record::write_summary(out)?;
+    };
+    record::write_summary_of(out, &records)?;
     eprintln!("wrote {}", out.join("summary.md").display());
     Ok(exit_for(&records))
 }
@@ -166,7 +172,7 @@ pub fn run(args: &BatchArgs, ort_lib: Option<&Path>) -> anyhow::Result<ExitCode>
 /// the first study that can run; a damaged study (headers unreadable) is passed over here and
 /// fails on its own turn, with its record.
 fn check_plans(todo: &[Entry], template: &plan::Template) -> anyhow::Result<()> {
-    let mut refused = Vec::new();
+    let mut first_refusal = None;
     for entry in todo {
         let Source::Path(path) = &entry.source else {
             return Ok(()); // not retrieved yet: it may run
@@ -177,11 +183,11 @@ fn check_plans(todo: &[Entry], template: &plan::Template) -> anyhow::Result<()> 
             Err(plan::NoPlan::Unreadable(_)) => {}
             Err(e @ plan::NoPlan::Refused(_)) => {
                 eprintln!("{}: {e}", entry.id);
-                refused.push(format!("{}: {e}", entry.id));
+                first_refusal.get_or_insert(format!("{}: {e}", entry.id));
             }
         }
     }
-    match refused.first() {
+    match first_refusal {
         Some(e) => anyhow::bail!("no study of the batch can run, nothing was started (e.g. {e})"),
         None => Ok(()),
     }
@@ -283,10 +289,11 @@ fn run_all(
     settings: &study::Settings,
     args: &BatchArgs,
     cancel: &CancelToken,
-    summarise: bool,
+    mut summary: Option<&mut Vec<StudyRecord>>,
 ) -> anyhow::Result<Vec<StudyRecord>> {
     let started = Instant::now();
     let total = todo.len();
+    let mut failed = 0;
     let (send, receive) = mpsc::channel::<StudyRecord>();
     let mut queue = todo.iter();
     let mut running = 0;
@@ -318,8 +325,7 @@ fn run_all(
             if cancel.is_cancelled() {
                 continue;
             }
-            let failed =
-                finished.iter().filter(|r| !r.is_done()).count() + usize::from(!record.is_done());
+            failed += usize::from(!record.is_done());
             let done = finished.len() + 1;
             let remaining = total - done;
             let eta_s = started.elapsed().as_secs_f64() / done as f64 * remaining as f64;
@@ -333,10 +339,11 @@ fn run_all(
                     String::new()
                 }
             );
-            finished.push(record);
-            if summarise {
-                record::write_summary(out)?;
+            if let Some(records) = summary.as_deref_mut() {
+                record::upsert(records, record.clone());
+                record::write_summary_of(out, records)?;
             }
+            finished.push(record);
         }
     })?;
     Ok(finished)

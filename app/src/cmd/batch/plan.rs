@@ -58,15 +58,11 @@ impl Template {
 
     /// The plan `tessera detect` would make for `study` (a refusal is the error).
     pub fn forecast(&self, study: &Path) -> Result<Forecast, NoPlan> {
-        let geometry = if tessera_core::image_file::format_of(study).is_some() {
-            tessera_core::study::open(study, None, Default::default()).map(|(v, _)| v.geometry)
-        } else {
-            tessera_core::dicom::open_geometry(
-                study,
-                self.args.series.as_deref(),
-                Default::default(),
-            )
-        }
+        let geometry = tessera_core::study::open_geometry(
+            study,
+            self.args.series.as_deref(),
+            Default::default(),
+        )
         .map_err(|e| NoPlan::Unreadable(e.into()))?;
         self.plan(&geometry).map_err(NoPlan::Refused)
     }

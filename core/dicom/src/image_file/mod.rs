@@ -24,7 +24,7 @@ use crate::dicom::{MAX_POSITION_MM, MAX_SIDE, MAX_SPACING_MM, MIN_SPACING_MM};
 use crate::geometry::{Affine3, norm};
 use crate::volume::{Geometry, MAX_VOXELS, SeriesInfo, Volume};
 
-pub use samples::SampleType;
+use samples::SampleType;
 
 /// The volume formats read besides DICOM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,13 +5,14 @@
 //! (VmHWM): resetting it (`clear_refs`) would make every outside tool (`time`, a scheduler's
 //! accounting at exit) report the last phase's peak instead of the process's. A phase's peak
 //! is VmHWM itself when the phase raised it (exact), else the highest resident set a sampling
-//! thread saw during the phase (every [`SAMPLE_INTERVAL`]). GPU probes (NVML) join here.
+//! thread saw during the phase (every [`SAMPLE_INTERVAL`], only while a [`Sampling`] guard
+//! lives: a run holds one, an idle viewer samples nothing). GPU probes (NVML) join here.
 //!
 //! The forecasts need the peak to follow what a run holds, so a process that runs the
 //! pipeline calls [`pin_allocator`] first (the `tessera` binary does).
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -56,23 +57,55 @@ static PHASE_PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
 /// VmHWM at the last [`reset_peak`]: a phase that raises it peaked at the new value.
 static HWM_AT_RESET_BYTES: AtomicU64 = AtomicU64::new(0);
 static SAMPLER: Once = Once::new();
+/// How many [`Sampling`] guards live; the sampler sleeps while there are none.
+static SAMPLING: AtomicUsize = AtomicUsize::new(0);
+/// The sampler thread, once started (to wake it).
+static SAMPLER_THREAD: std::sync::OnceLock<std::thread::Thread> = std::sync::OnceLock::new();
+
+/// While it lives, the sampling thread reads the resident set every [`SAMPLE_INTERVAL`] (a run
+/// holds one from its start to its end). Without one, a phase still gets VmHWM when it raises
+/// it, and the resident set at each sample.
+#[derive(Debug)]
+pub struct Sampling(());
+
+impl Sampling {
+    pub fn start() -> Self {
+        SAMPLER.call_once(|| {
+            let spawned = std::thread::Builder::new()
+                .name("tessera-memory-sampler".into())
+                .spawn(|| {
+                    loop {
+                        if SAMPLING.load(Ordering::Acquire) == 0 {
+                            std::thread::park();
+                            continue;
+                        }
+                        std::thread::sleep(SAMPLE_INTERVAL);
+                        if let Some(bytes) = resident_bytes() {
+                            PHASE_PEAK_BYTES.fetch_max(bytes, Ordering::Relaxed);
+                        }
+                    }
+                });
+            if let Ok(handle) = spawned {
+                let _ = SAMPLER_THREAD.set(handle.thread().clone());
+            }
+        });
+        SAMPLING.fetch_add(1, Ordering::AcqRel);
+        if let Some(thread) = SAMPLER_THREAD.get() {
+            thread.unpark();
+        }
+        Self(())
+    }
+}
+
+impl Drop for Sampling {
+    fn drop(&mut self) {
+        SAMPLING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// Starts the next phase: the next sample's `peak_bytes` covers only what follows. The
 /// process's own high-water mark is left as it is. Returns whether memory can be measured.
 pub fn reset_peak() -> bool {
-    SAMPLER.call_once(|| {
-        // Without the thread, phases still get VmHWM when they raise it, and their samples.
-        let _ = std::thread::Builder::new()
-            .name("tessera-memory-sampler".into())
-            .spawn(|| {
-                loop {
-                    std::thread::sleep(SAMPLE_INTERVAL);
-                    if let Some(bytes) = resident_bytes() {
-                        PHASE_PEAK_BYTES.fetch_max(bytes, Ordering::Relaxed);
-                    }
-                }
-            });
-    });
     let Some((current, hwm)) = status() else {
         return false;
     };
@@ -170,17 +203,17 @@ pub fn sample() -> MemorySample {
     }
 }
 
-/// The process's own high-water mark (VmHWM), which [`reset_peak`] never lowers.
-pub fn process_peak_bytes() -> Option<u64> {
-    status().map(|(_, hwm)| hwm)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The process's memory is one for all tests: they take turns.
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// The process's own high-water mark (VmHWM), which [`reset_peak`] never lowers.
+    fn process_peak_bytes() -> Option<u64> {
+        status().map(|(_, hwm)| hwm)
+    }
 
     /// Touches every page of a block of `bytes`, so that it is resident.
     fn resident_block(bytes: usize) -> Vec<u8> {
