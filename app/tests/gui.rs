@@ -9,7 +9,6 @@ mod support;
 
 use std::path::PathBuf;
 
-use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT as _, Queryable as _};
 use support::{
     drag, harness, harness_with, phantom_study, reading_harness, run_on_phantom, step_until,
@@ -220,27 +219,11 @@ fn three_views_with_boxes_and_seams_match_the_snapshot() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let app = TesseraApp::new(
-        &egui::Context::default(),
-        Source::Path(phantom_study(dir.path(), [128, 128, 48])),
-        None,
-        false,
-    );
-    let mut h = Harness::builder()
-        .with_size([1400.0, 900.0])
-        .wgpu()
-        .build_ui_state(|ui, app: &mut TesseraApp| app.ui(ui), app);
-    run_on_phantom(&mut h, Some([64, 64, 32]));
+    let mut h = support::snapshot_harness(dir.path());
     h.state_mut().review.show_seams = true;
     h.get_by_label("1").click();
     h.step();
-    // The run's timing and memory vary from run to run: hide the text that shows them.
-    h.state_mut().messages.clear();
-    let stats = &mut h.state_mut().run_panel.runs[0].report.stats;
-    stats.elapsed_s = 0.0;
-    stats.memory.peak_memory_bytes = 0;
-    h.step();
-    h.snapshot("three_views_boxes_seams");
+    support::snapshot_without_timings(&mut h, "three_views_boxes_seams");
 }
 
 #[test]
@@ -563,7 +546,7 @@ fn the_reader_measures_with_a_ruler_and_adds_a_missed_finding() {
     assert_eq!(h.state().study.as_ref().unwrap().tools.tool, Tool::Ruler);
     drag(&mut h, from, to);
     let study = h.state().study.as_ref().unwrap();
-    let ruler = study.tools.ruler.expect("the drag left a ruler");
+    let ruler = *study.tools.rulers.last().expect("the drag left a ruler");
     let mm = tessera::gui::tools::length_mm(&ruler, &study.volume.geometry);
     assert!(mm > 5.0, "{mm} mm for a 72-pixel line");
     assert!(h.query_by_label_contains("Reader finding").is_none());

@@ -12,22 +12,28 @@ use egui::accesskit::Role;
 use egui::{Event, Key, Modifiers, MouseWheelUnit, Pos2, pos2};
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT as _, Queryable as _};
-use support::{drag, harness, phantom_study, reading_harness, step_until};
+use support::{drag, harness, key, phantom_study, reading_harness, step_until};
 use tessera::gui::study::ViewTransform;
 use tessera::gui::{Source, TesseraApp};
+use tessera_core::lungrads::Category;
 use tessera_core::review::Decision;
-use tessera_core::view::WindowLevel;
+use tessera_core::view::{Slab, SlabMode, WindowLevel};
 use tessera_tests::runtime_available;
 
 /// A point inside the axial view (the top-left cell of the central panel).
 const AXIAL: Pos2 = pos2(180.0, 180.0);
 
-/// What a stray key could change: every decision, the window, the views, the crosshair and
-/// the selected finding.
+/// What a stray key could change: every decision and Lung-RADS category, the window, the
+/// slab, the views, the crosshair (where and whether), the corner text and the selected
+/// finding.
 #[derive(Debug, Clone, PartialEq)]
 struct Reader {
     decisions: Vec<Option<Decision>>,
+    categories: Vec<Option<Category>>,
     window: WindowLevel,
+    /// Whether a slab is on, and its projection (its thickness is a field of its own).
+    slab: Option<SlabMode>,
+    shown: (bool, bool),
     views: [ViewTransform; 3],
     cursor: [usize; 3],
     maximised: bool,
@@ -39,23 +45,19 @@ fn reader(app: &TesseraApp) -> Reader {
     let count = app.run_panel.runs.last().unwrap().report.detections.len();
     Reader {
         decisions: (0..count).map(|i| app.review.reading.decision(i)).collect(),
+        categories: (0..count)
+            .map(|i| {
+                let review = app.review.reading.review.as_ref()?;
+                review.of(i)?.lung_rads
+            })
+            .collect(),
         window: study.window,
+        slab: study.slab.map(|s| s.mode),
+        shown: (study.show_crosshair, study.show_text),
         views: study.views,
         cursor: study.cursor,
         maximised: study.maximised.is_some(),
         selected: app.review.selected,
-    }
-}
-
-fn key(h: &Harness<'_, TesseraApp>, key: Key, modifiers: Modifiers) {
-    for pressed in [true, false] {
-        h.event(Event::Key {
-            key,
-            physical_key: None,
-            pressed,
-            repeat: false,
-            modifiers,
-        });
     }
 }
 
@@ -65,7 +67,7 @@ fn type_burst(h: &Harness<'_, TesseraApp>) {
     h.event(Event::ModifiersChanged(Modifiers::COMMAND));
     key(h, Key::A, Modifiers::COMMAND);
     h.event(Event::ModifiersChanged(Modifiers::NONE));
-    for c in "0.10 arujk123450".chars() {
+    for c in "0.10 arujkchsm123450".chars() {
         let name = match c {
             '.' => "Period".to_string(),
             ' ' => "Space".to_string(),
@@ -126,6 +128,11 @@ fn typing_into_any_text_field_changes_no_decision_window_or_view() {
             width_hu: 987.0,
         };
         study.views[0].zoom = 1.5;
+        // A slab on (its thickness field shown), at the last step: S would turn it off.
+        study.slab = Some(Slab {
+            thickness_mm: 20.0,
+            mode: SlabMode::Mip,
+        });
         app.pacs.open = true;
         app.run_panel.budget_gib = Some(16.0);
     }
@@ -135,9 +142,9 @@ fn typing_into_any_text_field_changes_no_decision_window_or_view() {
     assert_eq!(before.decisions[0], Some(Decision::Rejected));
     let fields = fields(&h);
     let text_fields = fields.iter().filter(|(r, _)| *r == Role::TextInput).count();
-    // Reader name, note, DICOMweb URL, patient; patch x/y/z, budget, threshold.
+    // Reader name, note, DICOMweb URL, patient; patch x/y/z, budget, threshold, slab.
     assert!(text_fields >= 4, "{text_fields} text fields");
-    assert!(fields.len() >= 9, "{} fields", fields.len());
+    assert!(fields.len() >= 10, "{} fields", fields.len());
     for (role, i) in fields {
         let node = h.query_all_by_role(role).nth(i).unwrap();
         let label = format!("{role:?} {i} ({:?})", node.accesskit_node().value());
@@ -298,10 +305,12 @@ fn a_drag_measures_from_where_the_button_went_down() {
     for to in [AXIAL + step, AXIAL + 2.0 * step] {
         drag(&mut h, AXIAL, to);
         let study = h.state().study.as_ref().unwrap();
-        let ruler = study.tools.ruler.expect("the drag left a ruler");
+        let ruler = *study.tools.rulers.last().expect("the drag left a ruler");
         lengths.push(length_mm(&ruler, &study.volume.geometry));
     }
     assert!(lengths[0] > 1.0, "{lengths:?}");
+    // Both rulers stay.
+    assert_eq!(h.state().study.as_ref().unwrap().tools.rulers.len(), 2);
     // Pointer positions are exact in f32; the mapping to millimetres goes through f32 once.
     assert!(
         (lengths[1] / lengths[0] - 2.0).abs() < 1e-5,

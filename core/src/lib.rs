@@ -11,6 +11,8 @@
 
 pub mod cases;
 pub mod evaluate;
+pub mod lungrads;
+pub mod measure;
 pub mod parity;
 pub mod phantom;
 pub mod pipeline;

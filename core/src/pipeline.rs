@@ -104,6 +104,24 @@ pub struct Detection {
     pub outside_lungs: bool,
     /// The box on the model's grid (after resampling), for parity checks.
     pub model_box: ModelGridBox,
+    /// Its axes, size, volume, mean HU and type, measured on the study's voxels
+    /// ([`crate::measure`]); absent in files from before they were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurements: Option<crate::measure::Measurements>,
+    /// A chest model's finding: the Lung-RADS category its measurements suggest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lung_rads: Option<crate::lungrads::Suggestion>,
+}
+
+impl Detection {
+    /// Its size: the mean of its axial long and short axes as measured, or of its box's
+    /// axial sides when it was not measured. What the table, det.json and the SR show.
+    pub fn mean_diameter_mm(&self) -> f64 {
+        self.measurements.as_ref().map_or_else(
+            || crate::measure::box_mean_diameter_mm(self.size_mm),
+            |m| m.mean_diameter_mm,
+        )
+    }
 }
 
 /// Timings and memory of a run.
@@ -301,29 +319,26 @@ fn run(
         OutputFamily::Retinanet => peaks,
         OutputFamily::Centernet | OutputFamily::Segmentation => nms(peaks, config.nms_iou),
     };
-    let (kept, mut lungs) = if card.lung_field {
-        let (kept, field, stats) = lung_field(input, boxes, config.keep_outside_lungs);
-        (kept, Some((field, stats)))
-    } else {
-        (boxes.into_iter().map(Kept::inside).collect(), None)
+    let (kept, mut lungs) = match card.lung_field {
+        true => lung_field(input, boxes, config.keep_outside_lungs),
+        false => (boxes.into_iter().map(Kept::inside).collect(), None),
     };
     let scored = match stage {
         Some((spec, classifier)) => runner.rescore(&kept, input, spec, classifier, observer)?,
         None => kept,
     };
-    let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
     let study_from_model = GridMap::new(&input.geometry, &volume.geometry);
-    let field = lungs
-        .as_ref()
-        .filter(|_| !config.detector_boxes)
-        .map(|(field, _)| field);
-    let detections = findings(&scored, threshold, input, field, &study_from_model, &seams);
-    if let Some((_, stats)) = lungs.as_mut() {
-        stats.boxes_measured = detections
-            .iter()
-            .filter(|d| d.detector_size_mm.is_some())
-            .count();
-    }
+    let field = lungs.as_ref().map(|(field, _)| field);
+    let box_field = field.filter(|_| !config.detector_boxes);
+    let found = findings(
+        &scored,
+        threshold,
+        input,
+        box_field,
+        &study_from_model,
+        &plan,
+    );
+    let detections = measured(found, volume, lungs.as_mut(), &study_from_model);
     let (lung_field, lung_stats) = lungs.unzip();
     let stats = runner.finish(&plan, lung_stats, started);
     Ok(DetectionResult {
@@ -663,7 +678,7 @@ fn lung_field(
     input: &Volume,
     boxes: Vec<Candidate>,
     keep_outside: bool,
-) -> (Vec<Kept>, crate::lung::LungField, LungFieldStats) {
+) -> (Vec<Kept>, Option<(crate::lung::LungField, LungFieldStats)>) {
     let started = Instant::now();
     let field = crate::lung::segment(&input.voxels, input.geometry.spacing_mm);
     let (kept, dropped): (Vec<Kept>, Vec<Kept>) = boxes
@@ -680,7 +695,7 @@ fn lung_field(
         kept_outside: kept.iter().filter(|k| k.outside_lungs).count(),
         boxes_measured: 0,
     };
-    (kept, field, stats)
+    (kept, Some((field, stats)))
 }
 
 /// The detections of `scored` at `threshold`, their boxes measured on the image where there
@@ -691,8 +706,9 @@ fn findings(
     input: &Volume,
     field: Option<&crate::lung::LungField>,
     study_from_model: &GridMap,
-    seams: &[Vec<usize>; 3],
+    plan: &TilePlan,
 ) -> Vec<Detection> {
+    let seams: [Vec<usize>; 3] = std::array::from_fn(|a| plan.seams(a));
     scored
         .iter()
         .filter(|k| k.candidate.score >= threshold)
@@ -707,10 +723,42 @@ fn findings(
                 detector_score: k.detector_score,
                 outside_lungs: k.outside_lungs,
                 detector_size_mm: measured.map(|_| detected.size_mm(input.geometry.spacing_mm)),
-                ..to_detection(candidate, &input.geometry, study_from_model, seams)
+                ..to_detection(candidate, &input.geometry, study_from_model, &seams)
             }
         })
         .collect()
+}
+
+/// Each detection measured on the study's voxels (within the lung field, when the model has
+/// one: then with a Lung-RADS suggestion too); the lung field's count of boxes measured on
+/// the model's grid ([`crate::extent`]).
+fn measured(
+    mut detections: Vec<Detection>,
+    study: &Volume,
+    lungs: Option<&mut (crate::lung::LungField, LungFieldStats)>,
+    study_from_model: &GridMap,
+) -> Vec<Detection> {
+    let (field, stats) = lungs.map(|(f, s)| (&*f, s)).unzip();
+    if let Some(stats) = stats {
+        stats.boxes_measured = detections
+            .iter()
+            .filter(|d| d.detector_size_mm.is_some())
+            .count();
+    }
+    for d in &mut detections {
+        let in_lung = field.map(|f| {
+            move |v: [usize; 3]| f.contains(study_from_model.model_from_study(v.map(|c| c as f64)))
+        });
+        let measured = crate::measure::measure(
+            &study.voxels,
+            &study.geometry,
+            &d.box_voxel,
+            in_lung.as_ref().map(|f| f as &dyn Fn([usize; 3]) -> bool),
+        );
+        d.lung_rads = field.map(|_| crate::lungrads::of(&measured));
+        d.measurements = Some(measured);
+    }
+    detections
 }
 
 /// Maps a box on the model grid to the patient and to the original volume's voxels.
@@ -739,6 +787,8 @@ fn to_detection(
         crosses_seam,
         outside_lungs: false,
         model_box: b,
+        measurements: None,
+        lung_rads: None,
     }
 }
 

@@ -42,6 +42,12 @@ pub struct FindingReview {
     pub note: String,
     /// When it was decided, DICOM DT (`YYYYMMDDHHMMSS`, local time).
     pub decided_at: String,
+    /// The reader's Lung-RADS category, where it differs from the suggestion or confirms it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lung_rads: Option<crate::lungrads::Category>,
+    /// The reader's own axes, drawn over the measured ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axes: Option<crate::measure::AxialAxes>,
 }
 
 /// A finding the detector did not report, drawn by the reader.
@@ -52,6 +58,12 @@ pub struct AddedFinding {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
     pub added_at: String,
+    /// Its measurements on the study's voxels, made when it was drawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurements: Option<crate::measure::Measurements>,
+    /// The reader's Lung-RADS category for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lung_rads: Option<crate::lungrads::Category>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,6 +173,8 @@ impl Review {
                     decision,
                     note: String::new(),
                     decided_at: now.into(),
+                    lung_rads: None,
+                    axes: None,
                 });
                 self.findings.sort_by_key(|f| f.index);
             }

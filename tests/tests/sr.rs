@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use tessera_core::dicom::sr::read_sr;
+use tessera_core::lungrads::Category;
+use tessera_core::measure::{AxialAxes, Measurements, Method, NoduleType};
 use tessera_core::report::DetectionReport;
 use tessera_core::review::{AddedFinding, Decision, Review};
 use tessera_core::sr::{self, Selection, SrError, SrOptions};
@@ -35,13 +37,37 @@ fn review(report: &DetectionReport) -> Review {
     review.decide(0, Some(Decision::Accepted), "20261204120000");
     review.decide(1, Some(Decision::Rejected), "20261204120100");
     review.findings[1].note = "vessel crossing".into();
+    review.findings[0].lung_rads = Some(Category::FourA);
     review.added.push(AddedFinding {
         center_lps_mm: [10.0, -20.0, 30.0],
         size_mm: [12.0, 11.0, 10.0],
         note: "missed by the detector".into(),
         added_at: "20261204120200".into(),
+        measurements: Some(drawn_measurements()),
+        lung_rads: Some(Category::Three),
     });
     review
+}
+
+/// What the viewer measures for a drawn finding: every item TID 1411 gets from Tessera.
+fn drawn_measurements() -> Measurements {
+    Measurements {
+        method: Method::Segmented,
+        axes: AxialAxes {
+            slice: 3,
+            long_axis_mm: 12.4,
+            short_axis_mm: 10.2,
+            long_axis_ends: [[10.0, 10.0], [27.7, 10.0]],
+            short_axis_ends: [[19.0, 3.0], [19.0, 17.6]],
+        },
+        mean_diameter_mm: 11.3,
+        volume_mm3: Some(812.0),
+        mean_hu: Some(-35.0),
+        nodule_type: Some(NoduleType::Solid),
+        solid_axes: None,
+        solid_mean_diameter_mm: None,
+        how: "made up for the test".into(),
+    }
 }
 
 fn options(selection: Selection) -> SrOptions {
@@ -94,7 +120,22 @@ fn findings_and_decisions_survive_the_round_trip() {
             "{score} {}",
             detection.score
         );
+        // One size, the same as det.json's, with the measurements it came from.
+        let m = detection
+            .measurements
+            .as_ref()
+            .expect("every detection is measured");
+        let read = &found.measured;
+        assert_eq!(read.mean_diameter_mm, Some(detection.mean_diameter_mm()));
+        assert_eq!(read.long_axis_mm, Some(m.axes.long_axis_mm));
+        assert_eq!(read.short_axis_mm, Some(m.axes.short_axis_mm));
+        assert_eq!(read.volume_mm3, m.volume_mm3);
+        assert_eq!(read.mean_hu, m.mean_hu);
+        assert_eq!(found.nodule_type, m.nodule_type);
     }
+    // The reader's category over none suggested (the test model is not a chest model).
+    assert_eq!(findings[0].lung_rads, Some((Category::FourA, false)));
+    assert_eq!(findings[1].lung_rads, None);
     assert_eq!(findings[0].decision, Some(Decision::Accepted));
     assert_eq!(findings[1].decision, Some(Decision::Rejected));
     assert_eq!(findings[1].note, "vessel crossing");
@@ -106,6 +147,21 @@ fn findings_and_decisions_survive_the_round_trip() {
         (None, Some(Decision::Accepted))
     );
     assert_eq!(drawn.center_lps_mm, [10.0, -20.0, 30.0]);
+    let measured = &drawn.measured;
+    assert_eq!(
+        (
+            measured.mean_diameter_mm,
+            measured.long_axis_mm,
+            measured.short_axis_mm
+        ),
+        (Some(11.3), Some(12.4), Some(10.2))
+    );
+    assert_eq!(
+        (measured.volume_mm3, measured.mean_hu),
+        (Some(812.0), Some(-35.0))
+    );
+    assert_eq!(drawn.nodule_type, Some(NoduleType::Solid));
+    assert_eq!(drawn.lung_rads, Some((Category::Three, false)));
 
     let accepted = dir.path().join("accepted.dcm");
     let count = sr::write(
@@ -201,6 +257,14 @@ fn dcmtk_reads_the_tree_and_dicom3tools_finds_no_error() {
     let dump = run(&dsrdump, &[&path]);
     assert!(dump.contains("Comprehensive 3D SR Document"), "{dump}");
     assert!(dump.contains("Imaging Measurement Report"), "{dump}");
+    for item in [
+        "Long Axis",
+        "Short Axis",
+        "Attenuation Coefficient",
+        "Lung-RADS category",
+    ] {
+        assert!(dump.contains(item), "{item}: {dump}");
+    }
 
     let verdict = run(&dciodvfy, &[&path]);
     // dicom3tools knows the standard's coding schemes only: Tessera's private one (declared in

@@ -255,6 +255,8 @@ def card(name, detector, raw, strides, names, onnx_sha, weights, receptive, wind
         "recommended_patch": roi,
         "default_score_threshold": float(selector.score_thresh),
         "lung_field": False,
+        # A lung nodule detector: its findings are read in a lung window.
+        "display_window": {"name": "lung", "center_hu": -600, "width_hu": 1500},
         "training": {"recipe": recipe, **weights},
         "metrics": None,
     }

@@ -70,6 +70,8 @@ def card(onnx_sha: str, fp16_sha: str, parity: dict, steps: str, phase: str) -> 
         },
         "recommended_patch": [384, 384, 128],
         "lung_field": True,
+        # Lung nodules are read in a lung window; the viewer opens studies there for this model.
+        "display_window": {"name": "lung", "center_hu": -600, "width_hu": 1500},
         "coarse_pass": {"spacing_mm": [config.COARSE_SPACING_MM] * 3,
                         "min_size_mm": config.COARSE_MIN_MM},
         "default_score_threshold": 0.3,

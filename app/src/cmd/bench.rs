@@ -51,12 +51,22 @@ pub enum BenchWhat {
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
     },
-    /// Time to produce a slice image (window/level applied) after a scroll, per plane, on a
-    /// phantom generated in memory.
+    /// Time to produce a slice image (window/level applied) after a scroll, per plane, as a
+    /// slice and as thick slabs, on a series or a phantom generated in memory.
     View {
+        /// A DICOM folder. Without it: a phantom of `--size`.
+        path: Option<PathBuf>,
         /// Phantom size in voxels, `XxYxZ`.
         #[arg(long, default_value = "512x512x600", value_parser = crate::common::parse::parse_size, value_name = "XxYxZ")]
         size: [usize; 3],
+        /// Slab thicknesses in mm, comma-separated (0: a slice), each timed in every projection.
+        #[arg(
+            long,
+            default_value = "0,10",
+            value_delimiter = ',',
+            value_name = "MM,..."
+        )]
+        slab_mm: Vec<f64>,
     },
     /// Several detection runs in one process, as the viewer makes them: process start to the
     /// first window, then each run's set-up (resampling, sessions) and windows. A first run
@@ -78,6 +88,20 @@ pub enum BenchWhat {
         /// Also write axial slices (every 16th) with the field tinted, for looking at it.
         #[arg(long, value_name = "FILE.png")]
         png: Option<PathBuf>,
+    },
+    /// Nodule measurements (axes, volume, type) against a phantom's truth, or (with a
+    /// LIDC-IDRI case) beside the readers' outlines.
+    Measure {
+        /// A LIDC-IDRI case folder (slices and the reader XML). Without it: phantoms.
+        path: Option<PathBuf>,
+        /// Phantom seeds, comma-separated (10 nodules each, 0.7 x 0.7 x 1.25 mm voxels).
+        #[arg(
+            long,
+            default_value = "21,22,23",
+            value_delimiter = ',',
+            value_name = "N,..."
+        )]
+        seeds: Vec<u64>,
     },
     /// Generate and write a phantom.
     Phantom {
@@ -101,7 +125,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             pydicom_reference(path, *repeat, python, median_s)
         }
         BenchWhat::Phantom { size, spacing } => phantom_bench(*size, *spacing),
-        BenchWhat::View { size } => view_bench(*size),
+        BenchWhat::Measure { path, seeds } => super::measure_bench::run(path.as_deref(), seeds),
+        BenchWhat::View {
+            path,
+            size,
+            slab_mm,
+        } => view_bench(path.as_deref(), *size, slab_mm),
         BenchWhat::Startup { path, runs } => startup_bench(path.as_deref(), *runs),
         BenchWhat::Lungs { path, repeat, png } => {
             lungs_bench(path.as_deref(), *repeat, png.as_deref())
@@ -443,39 +472,62 @@ fn write_lung_montage(
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn view_bench(size: [usize; 3]) -> anyhow::Result<()> {
-    use tessera_core::view::{Plane, WindowLevel, slice_image};
-    let spec = PhantomSpec {
-        size,
-        spacing_mm: [0.7, 0.7, 0.6],
-        ..PhantomSpec::default()
+fn view_bench(path: Option<&Path>, size: [usize; 3], slabs_mm: &[f64]) -> anyhow::Result<()> {
+    use tessera_core::view::{Plane, Slab, SlabMode, WindowLevel, slab_image};
+    let volume = match path {
+        Some(path) => {
+            dicom::open(path, None, Default::default())
+                .with_context(|| format!("opening {}", path.display()))?
+                .0
+        }
+        None => {
+            let spec = PhantomSpec {
+                size,
+                spacing_mm: [0.7, 0.7, 0.6],
+                ..PhantomSpec::default()
+            };
+            phantom::generate(&spec)?.volume
+        }
     };
-    let volume = phantom::generate(&spec)?.volume;
+    let g = &volume.geometry;
     println!(
-        "slice images of a {} phantom, lung window:",
-        tessera_core::volume::format_size(size)
+        "images of {} ({} voxels, {:.2} x {:.2} x {:.2} mm), lung window, {} thread(s); the image only (the viewer then uploads it as a texture):",
+        path.map_or("a phantom".into(), |p| p.display().to_string()),
+        g.size_label(),
+        g.spacing_mm[0],
+        g.spacing_mm[1],
+        g.spacing_mm[2],
+        rayon::current_num_threads()
     );
     for plane in [Plane::Axial, Plane::Coronal, Plane::Sagittal] {
-        let n = size[plane.normal_axis()];
+        let n = g.size[plane.normal_axis()];
         let indices: Vec<usize> = (0..50).map(|i| i * n / 50).collect();
-        let started = Instant::now();
-        let mut pixels = 0usize;
-        for &index in &indices {
-            let image = slice_image(
-                &volume.voxels,
-                &volume.geometry,
-                plane,
-                index,
-                WindowLevel::LUNG,
-            )
-            .context("slice out of range")?;
-            pixels += image.pixels.len();
+        for &thickness_mm in slabs_mm {
+            let modes: &[SlabMode] = if thickness_mm > 0.0 {
+                &SlabMode::ALL
+            } else {
+                &[SlabMode::Mip]
+            };
+            for &mode in modes {
+                let slab = Slab { thickness_mm, mode };
+                let started = Instant::now();
+                for &index in &indices {
+                    slab_image(&volume.voxels, g, plane, index, slab, WindowLevel::LUNG)
+                        .context("slice out of range")?;
+                }
+                let per_image_ms = started.elapsed().as_secs_f64() * 1e3 / indices.len() as f64;
+                let what = if thickness_mm > 0.0 {
+                    format!(
+                        "{} slab {thickness_mm} mm ({} planes)",
+                        mode.label(),
+                        2 * slab.half_planes(g, plane) + 1
+                    )
+                } else {
+                    "slice".to_string()
+                };
+                println!("  {plane:?} {what}: {per_image_ms:.2} ms per image");
+            }
         }
-        let per_slice_ms = started.elapsed().as_secs_f64() * 1e3 / indices.len() as f64;
-        println!(
-            "  {plane:?}: {per_slice_ms:.2} ms per slice ({} pixels each)",
-            pixels / indices.len()
-        );
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ pub mod evaluate;
 pub mod flags;
 pub mod info;
 pub mod lidc;
+pub mod measure_bench;
 pub mod outputs;
 pub mod pacs;
 pub mod parity;

@@ -6,8 +6,12 @@
 
 pub mod batch;
 mod colors;
+mod corner_text;
+mod files;
+mod gallery;
 pub mod imported;
 mod keys;
+mod measures;
 mod overlays;
 pub mod pacs;
 pub mod reading;
@@ -136,6 +140,10 @@ pub struct TesseraApp {
     pub batch: batch::BatchResults,
     /// A batch run's det.json to show once the study being opened is loaded.
     pending_run: Option<PathBuf>,
+    /// Use the desktop's file dialogs (off: always a path field, as where none can open).
+    pub file_dialogs: bool,
+    /// A path being typed, where no file dialog could open.
+    pub path_prompt: Option<files::PathPrompt>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +174,8 @@ impl TesseraApp {
             imported: None,
             batch: batch::BatchResults::default(),
             pending_run: None,
+            file_dialogs: true,
+            path_prompt: None,
         };
         app.open(source, None);
         app
@@ -381,6 +391,7 @@ impl TesseraApp {
         {
             self.open_batch_row(chosen);
         }
+        self.path_prompt_ui(&ui.ctx().clone());
         // After every widget, so that no key a field took is read again here (see `keys`).
         self.shortcuts(ui.ctx(), typing_at_start);
         // Workers ask for a frame when they have news; between news only the elapsed time
@@ -416,14 +427,14 @@ impl TesseraApp {
                     .add_enabled(have_run, egui::Button::new("Export detections JSON…"))
                     .clicked()
                 {
-                    self.export_dialog(review::ExportKind::Json);
+                    self.ask_path(files::PathJob::ExportJson);
                     ui.close();
                 }
                 if ui
                     .add_enabled(have_run, egui::Button::new("Export LUNA16 CSV…"))
                     .clicked()
                 {
-                    self.export_dialog(review::ExportKind::Csv);
+                    self.ask_path(files::PathJob::ExportCsv);
                     ui.close();
                 }
                 for (label, selection) in [
@@ -431,7 +442,7 @@ impl TesseraApp {
                     ("Export SR, all with decisions…", Selection::All),
                 ] {
                     if ui.add_enabled(have_run, egui::Button::new(label)).clicked() {
-                        self.export_sr_dialog(selection);
+                        self.ask_path(files::PathJob::ExportSr(selection));
                         ui.close();
                     }
                 }
@@ -447,13 +458,7 @@ impl TesseraApp {
                     ui.close();
                 }
                 if ui.button("Save layout as PNG…").clicked() {
-                    if let Some(path) = rfd::FileDialog::new()
-                        .add_filter("PNG", &["png"])
-                        .set_file_name("tessera.png")
-                        .save_file()
-                    {
-                        self.save_png(path);
-                    }
+                    self.ask_path(files::PathJob::SavePng);
                     ui.close();
                 }
             });
@@ -483,15 +488,11 @@ impl TesseraApp {
                 "Open series with missing or unreadable slices by interpolating them (each filled slice is listed and marked). Off: such a series is refused.",
             );
         if ui.button("Open folder…").clicked() {
-            if let Some(path) = rfd::FileDialog::new().pick_folder() {
-                self.open(Source::Path(path), None);
-            }
+            self.ask_path(files::PathJob::OpenFolder);
             ui.close();
         }
         if ui.button("Open file…").clicked() {
-            if let Some(path) = rfd::FileDialog::new().pick_file() {
-                self.open(Source::Path(path), None);
-            }
+            self.ask_path(files::PathJob::OpenFile);
             ui.close();
         }
         if ui.button("Open from PACS…").clicked() {
@@ -503,9 +504,7 @@ impl TesseraApp {
             .on_hover_text("Show a DICOM SR's findings over the open study")
             .clicked()
         {
-            if let Some(path) = rfd::FileDialog::new().pick_file() {
-                self.import_sr(&path);
-            }
+            self.ask_path(files::PathJob::OpenSr);
             ui.close();
         }
         if ui
@@ -513,11 +512,7 @@ impl TesseraApp {
             .on_hover_text("A `tessera batch` output folder: its studies, each with its run")
             .clicked()
         {
-            if let Some(dir) = rfd::FileDialog::new().pick_folder()
-                && let Err(e) = self.batch.load(dir)
-            {
-                self.error(format!("{e:#}"));
-            }
+            self.ask_path(files::PathJob::OpenBatch);
             ui.close();
         }
         if ui.button("Open demo study").clicked() {
@@ -560,7 +555,10 @@ impl TesseraApp {
                 .review
                 .ui(ui, &self.run_panel.runs, self.study.as_mut());
             if let Some(kind) = export {
-                self.export_dialog(kind);
+                self.ask_path(match kind {
+                    review::ExportKind::Json => files::PathJob::ExportJson,
+                    review::ExportKind::Csv => files::PathJob::ExportCsv,
+                });
             }
             if let Some(imported) = &mut self.imported {
                 ui.separator();
@@ -587,16 +585,18 @@ impl TesseraApp {
             });
             return;
         };
+        study.follow_reading_window(self.run_panel.reading_window());
         let mut overlay = run::Overlay::new(&self.run_panel, &self.review);
         overlay.imported = self.imported.as_ref();
         slice_view::layout_ui(ui, study, &overlay);
         if let Some(drawn) = study.tools.drawn.take() {
-            let finding = tools::added_finding(
+            let mut finding = tools::added_finding(
                 &drawn,
                 &study.volume.geometry,
                 "",
                 &tessera_core::sr::now_dt(),
             );
+            finding.measurements = measures::of_added(&finding, study);
             match self.review.reading.add(finding) {
                 Ok(()) => self.info("added a finding (it goes into the SR as the reader's own)"),
                 Err(e) => self.error(e),
@@ -604,43 +604,17 @@ impl TesseraApp {
         }
     }
 
-    fn export_dialog(&mut self, kind: review::ExportKind) {
+    /// Writes the last run's detections (det.json with the review, or the LUNA16 CSV) to
+    /// `path`.
+    fn export(&mut self, kind: review::ExportKind, path: &std::path::Path) {
         let Some(record) = self.run_panel.runs.last() else {
             return;
         };
-        let (filter, ext, name) = match kind {
-            review::ExportKind::Json => ("JSON", "json", "det.json"),
-            review::ExportKind::Csv => ("CSV", "csv", "det.csv"),
-        };
-        if let Some(path) = rfd::FileDialog::new()
-            .add_filter(filter, &[ext])
-            .set_file_name(name)
-            .save_file()
-        {
-            let inputs: Vec<PathBuf> = self.study.iter().map(|s| s.source.clone()).collect();
-            match review::export(
-                record,
-                kind,
-                &path,
-                &inputs,
-                self.review.reading.review.as_ref(),
-            ) {
-                Ok(()) => self.info(format!("saved {}", path.display())),
-                Err(e) => self.error(format!("{e:#}")),
-            }
-        }
-    }
-
-    fn export_sr_dialog(&mut self, selection: Selection) {
-        if let Some(path) = rfd::FileDialog::new()
-            .add_filter("DICOM", &["dcm"])
-            .set_file_name("tessera-sr.dcm")
-            .save_file()
-        {
-            match self.export_sr(selection, &path) {
-                Ok(count) => self.info(format!("saved {} ({count} finding(s))", path.display())),
-                Err(e) => self.error(format!("{e:#}")),
-            }
+        let inputs: Vec<PathBuf> = self.study.iter().map(|s| s.source.clone()).collect();
+        let review = self.review.reading.review.as_ref();
+        match review::export(record, kind, path, &inputs, review) {
+            Ok(()) => self.info(format!("saved {}", path.display())),
+            Err(e) => self.error(format!("{e:#}")),
         }
     }
 
@@ -734,7 +708,8 @@ impl TesseraApp {
     }
 
     /// The frame's shortcut presses, each applied once, in order: 1-5 window presets, 0 resets
-    /// the views, the review's keys (`reading`), and Up/Down/Page Up/Page Down scroll the view
+    /// the views, C and H hide the crosshair and the corner text, S and M step the slab's
+    /// thickness and projection, the review's keys (`reading`), and Up/Down/Page Up/Page Down scroll the view
     /// under the pointer.
     fn shortcuts(&mut self, ctx: &egui::Context, typing_at_start: bool) {
         let Some(study) = &mut self.study else {
@@ -746,6 +721,14 @@ impl TesseraApp {
                 study.apply_preset(i);
             } else if press.key == Key::Num0 {
                 study.reset_views();
+            } else if press.key == Key::C {
+                study.show_crosshair = !study.show_crosshair;
+            } else if press.key == Key::H {
+                study.show_text = !study.show_text;
+            } else if press.key == Key::S {
+                study.next_slab();
+            } else if press.key == Key::M {
+                study.next_slab_mode();
             } else if let Some(step) = reading::Reading::step_of(press) {
                 if let Some(record) = self.run_panel.runs.last() {
                     self.review.apply(step, record, Some(study));

@@ -127,9 +127,16 @@ impl Reading {
                 ui.colored_label(
                     super::colors::ADDED,
                     format!(
-                        "Reader finding {}: ({x:.1}, {y:.1}, {z:.1}) mm, {:.1} mm",
+                        "Reader finding {}: ({x:.1}, {y:.1}, {z:.1}) mm, Ø {:.1} mm{}",
                         i + 1,
-                        a.size_mm.iter().sum::<f64>() / 3.0
+                        a.measurements.as_ref().map_or_else(
+                            || tessera_core::measure::box_mean_diameter_mm(a.size_mm),
+                            |m| m.mean_diameter_mm
+                        ),
+                        a.measurements
+                            .as_ref()
+                            .and_then(|m| m.nodule_type)
+                            .map_or(String::new(), |t| format!(", {}", t.label())),
                     ),
                 );
                 if ui.small_button("Remove").clicked() {
@@ -236,6 +243,24 @@ impl Reading {
             problem = Some(e);
         }
         (step, problem)
+    }
+
+    /// Sets (or, with `None`, clears back to the suggestion) the reader's Lung-RADS category
+    /// on finding `index`, and saves the review.
+    pub fn set_lung_rads(
+        &mut self,
+        index: usize,
+        category: Option<tessera_core::lungrads::Category>,
+    ) -> Result<(), String> {
+        let Some(review) = &mut self.review else {
+            return Ok(());
+        };
+        let decision = review.of(index).and_then(|f| f.decision);
+        review.decide(index, decision, &tessera_core::sr::now_dt());
+        if let Some(f) = review.findings.iter_mut().find(|f| f.index == index) {
+            f.lung_rads = category;
+        }
+        self.save()
     }
 
     fn set_note(&mut self, index: usize) -> Result<(), String> {

@@ -10,6 +10,7 @@ use egui::Ui;
 use image::ImageEncoder as _;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 
+use super::measures;
 use super::reading::{Reading, Step, decision_label};
 use super::run::RunRecord;
 use super::study::Study;
@@ -42,6 +43,8 @@ pub struct Review {
     parity: Option<ParityReport>,
     /// The reader's decisions on the last run.
     pub reading: Reading,
+    /// The findings as thumbnails.
+    pub gallery: super::gallery::Gallery,
     /// Lines for the message bar (error?, text), taken by the app each frame.
     pub notices: Vec<(bool, String)>,
 }
@@ -58,6 +61,7 @@ impl Default for Review {
             compare: false,
             parity: None,
             reading: Reading::default(),
+            gallery: super::gallery::Gallery::default(),
             notices: Vec::new(),
         }
     }
@@ -113,7 +117,7 @@ impl Review {
         match self.sort {
             SortBy::Score => rows.sort_by(|&a, &b| d[b].score.total_cmp(&d[a].score)),
             SortBy::Size => {
-                rows.sort_by(|&a, &b| max_mm(&d[b].size_mm).total_cmp(&max_mm(&d[a].size_mm)));
+                rows.sort_by(|&a, &b| d[b].mean_diameter_mm().total_cmp(&d[a].mean_diameter_mm()));
             }
             SortBy::Z => {
                 rows.sort_by(|&a, &b| d[a].center_lps_mm[2].total_cmp(&d[b].center_lps_mm[2]));
@@ -122,14 +126,21 @@ impl Review {
         rows
     }
 
-    /// Selects detection `i` of `record` and moves the crosshair to its centre.
+    /// Selects detection `i` of `record` and moves the crosshair to its centre (axially, to
+    /// the slice it was measured on).
     pub fn select(&mut self, i: usize, record: &RunRecord, study: Option<&mut Study>) {
         self.selected = Some(i);
         if let (Some(d), Some(study)) = (record.report.detections.get(i), study) {
             let b = &d.box_voxel;
-            study.set_cursor(std::array::from_fn(|a| {
-                (b.min[a] + b.max[a].max(b.min[a] + 1) - 1) as f64 / 2.0
-            }));
+            let mut at: [f64; 3] =
+                std::array::from_fn(|a| (b.min[a] + b.max[a].max(b.min[a] + 1) - 1) as f64 / 2.0);
+            // To the axial slice its axes were measured on, where it is widest.
+            if let Some(m) = &d.measurements
+                && m.method != tessera_core::measure::Method::Box
+            {
+                at[2] = m.axes.slice as f64;
+            }
+            study.set_cursor(at);
         }
     }
 
@@ -225,6 +236,7 @@ impl Review {
         if let Some(step) = step {
             self.apply(step, record, study.as_deref_mut());
         }
+        self.lung_rads_ui(ui, record, &rows);
         let only_now: Vec<usize> = if self.compare {
             self.parity
                 .as_ref()
@@ -232,11 +244,61 @@ impl Review {
         } else {
             Vec::new()
         };
+        self.gallery_ui(ui, (record, runs.len()), &rows, study.as_deref_mut());
         self.table_ui(ui, record, &rows, &only_now, study);
         if rows.is_empty() {
             ui.weak("Nothing at this threshold.");
         }
         export
+    }
+
+    /// The gallery's switch and strip; a click selects the finding.
+    fn gallery_ui(
+        &mut self,
+        ui: &mut Ui,
+        (record, run): (&RunRecord, usize),
+        rows: &[usize],
+        study: Option<&mut Study>,
+    ) {
+        ui.checkbox(&mut self.gallery.open, "Gallery")
+            .on_hover_text("Every finding at the threshold as an axial crop (hover: coronal), in the table's order");
+        let Some(open) = study.as_deref().filter(|_| self.gallery.open) else {
+            return;
+        };
+        let reading = &self.reading;
+        let clicked = self
+            .gallery
+            .ui(ui, (record, run), rows, open, self.selected, &|i| {
+                reading.decision(i)
+            });
+        if let Some(i) = clicked {
+            self.select(i, record, study);
+        }
+    }
+
+    /// The selected finding's Lung-RADS category (the reader can change it), and the study's.
+    fn lung_rads_ui(&mut self, ui: &mut Ui, record: &RunRecord, rows: &[usize]) {
+        let detections = &record.report.detections;
+        let review = self.reading.review.as_ref();
+        if let Some(i) = self.selected
+            && let Some(d) = detections.get(i)
+            && let Some(choice) = measures::lung_rads_ui(ui, d, review, i)
+            && let Err(e) = self.reading.set_lung_rads(i, choice)
+        {
+            self.notices.push((true, e));
+        }
+        let review = self.reading.review.as_ref();
+        if let Some(study) = measures::study_lung_rads(detections, rows, review) {
+            ui.label(format!(
+                "Study Lung-RADS {} (suggestion): {}",
+                study.category.label(),
+                study.rule
+            ))
+            .on_hover_text(format!(
+                "{}: the findings at this threshold, rejected ones left out; what the rules also need (priors, calcification, shape, airway findings) is the reader's",
+                tessera_core::lungrads::VERSION
+            ));
+        }
     }
 
     /// The detections at the threshold, one row each; a click selects one (and moves the
@@ -251,19 +313,26 @@ impl Review {
     ) {
         egui::Grid::new("detections")
             .striped(true)
-            .num_columns(6)
+            .num_columns(8)
             .show(ui, |ui| {
                 ui.strong("#");
                 for (label, sort) in [
                     ("Score", SortBy::Score),
-                    ("Size mm", SortBy::Size),
+                    ("Ø mm", SortBy::Size),
                     ("Position LPS mm (z)", SortBy::Z),
                 ] {
                     let marker = if self.sort == sort { " (sorted)" } else { "" };
-                    if ui.button(format!("{label}{marker}")).clicked() {
+                    let button = ui.button(format!("{label}{marker}"));
+                    let button = match sort {
+                        SortBy::Size => button.on_hover_text("Mean diameter: the mean of the axial long and short axes, as measured on the study (~: the box's, not segmented)"),
+                        _ => button,
+                    };
+                    if button.clicked() {
                         self.sort = sort;
                     }
                 }
+                ui.strong("Type");
+                ui.strong("Lung-RADS").on_hover_text("? : Tessera's suggestion, not yet the reader's");
                 ui.strong("Seam");
                 ui.strong("Decision");
                 ui.end_row();
@@ -283,11 +352,22 @@ impl Review {
                     if let Some(detector) = d.detector_score {
                         score.on_hover_text(format!("rescored; the detector alone: {detector:.3}"));
                     }
-                    ui.label(format!("{:.1}", max_mm(&d.size_mm)));
+                    ui.label(measures::size_text(d)).on_hover_text(measures::size_hover(d));
                     ui.label(format!(
                         "{:.1}, {:.1}, {:.1}",
                         d.center_lps_mm[0], d.center_lps_mm[1], d.center_lps_mm[2]
                     ));
+                    let kind = d.measurements.as_ref().and_then(|m| m.nodule_type);
+                    ui.label(kind.map_or("", |k| k.label()));
+                    let review = self.reading.review.as_ref();
+                    match measures::lung_rads(d, review, i) {
+                        Some((c, suggested, rule)) => {
+                            ui.label(measures::lung_rads_text(c, suggested)).on_hover_text(rule);
+                        }
+                        None => {
+                            ui.label("");
+                        }
+                    }
                     ui.label(if d.crosses_seam { "crosses" } else { "" });
                     let (text, color) = decision_label(self.reading.decision(i));
                     ui.colored_label(color, text);
@@ -318,10 +398,6 @@ fn parity_ui(ui: &mut Ui, p: &ParityReport) {
         ui.visuals().warn_fg_color
     };
     ui.colored_label(color, text);
-}
-
-fn max_mm(size: &[f64; 3]) -> f64 {
-    size.iter().copied().fold(0.0, f64::max)
 }
 
 /// Writes the run's detections like `tessera detect` does (det.json or the LUNA16 CSV) to

@@ -184,6 +184,18 @@ impl RunPanel {
         }
     }
 
+    /// The display window the chosen model's card reads findings in, if it names one.
+    pub fn reading_window(&self) -> Option<tessera_core::view::WindowLevel> {
+        let Some(Ok(model)) = &self.model else {
+            return None;
+        };
+        let w = model.card.display_window.as_ref()?;
+        Some(tessera_core::view::WindowLevel {
+            center_hu: w.center_hu,
+            width_hu: w.width_hu,
+        })
+    }
+
     pub fn is_running(&self) -> bool {
         self.job.is_some()
     }

@@ -8,8 +8,9 @@
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, pos2, vec2};
 use tessera_core::grid_map::GridMap;
 use tessera_core::plan::{BlendMode, TilePlan};
-use tessera_core::view::{Plane, WindowLevel, box_on_slice, orientation_letters, slice_image};
+use tessera_core::view::{Plane, SlabMode, WindowLevel, box_on_slice, slab_image, slice_image};
 
+use super::corner_text::{self, Backed};
 use super::run::{Overlay, WindowState};
 use super::study::{PLANES, Study, TextureKey};
 use super::tools::{self, Phase, Tool};
@@ -123,7 +124,16 @@ fn view_ui(ui: &mut Ui, study: &mut Study, plane: Plane, rect: Rect, overlay: &O
         &|column, row| map.screen(column, row),
     );
     draw_crosshair(&painter, study, &map);
-    draw_text(&painter, study, plane, rect, &map, &response, scale);
+    let hovered = response.hover_pos().and_then(|p| {
+        let (column, row) = map.voxel(p);
+        let mut voxel = study.cursor;
+        (column >= 0.0 && row >= 0.0).then(|| {
+            voxel[c] = column as usize;
+            voxel[r] = row as usize;
+            voxel
+        })
+    });
+    corner_text::draw(&painter, study, (plane, rect), hovered, scale);
 }
 
 fn plane_index(plane: Plane) -> usize {
@@ -136,19 +146,18 @@ fn texture(ui: &Ui, study: &mut Study, plane: Plane, index: usize) -> Option<egu
     let key = TextureKey {
         index,
         window: study.window,
+        slab: study.slab,
     };
     if let Some((cached, handle)) = &study.textures[k]
         && *cached == key
     {
         return Some(handle.id());
     }
-    let image = slice_image(
-        &study.volume.voxels,
-        &study.volume.geometry,
-        plane,
-        index,
-        study.window,
-    )?;
+    let (voxels, geometry) = (&study.volume.voxels, &study.volume.geometry);
+    let image = match study.slab {
+        Some(slab) => slab_image(voxels, geometry, plane, index, slab, study.window)?,
+        None => slice_image(voxels, geometry, plane, index, study.window)?,
+    };
     let color = egui::ColorImage::from_gray([image.width, image.height], &image.pixels);
     let options = egui::TextureOptions::LINEAR;
     let handle = match study.textures[k].take() {
@@ -296,6 +305,9 @@ fn draw_filled_slices(painter: &egui::Painter, study: &Study, map: &Mapping, ind
 }
 
 fn draw_crosshair(painter: &egui::Painter, study: &Study, map: &Mapping) {
+    if !study.show_crosshair {
+        return;
+    }
     let (c, r) = map.axes();
     let centre = study.cursor.map(|v| v as f64 + 0.5);
     let p = map.screen(centre[c], centre[r]);
@@ -448,7 +460,7 @@ fn labelled_box(
     } else {
         (rect.left_bottom() + vec2(0.0, 2.0), Align2::LEFT_TOP)
     };
-    painter.text(at, align, label, FontId::proportional(11.0), color);
+    Backed(painter).text(at, align, label, FontId::proportional(11.0), color);
 }
 
 /// The last run's boxes on this slice, coloured by score (the selected one highlighted), and
@@ -482,6 +494,11 @@ fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>
             &format!("{:.2}", d.score),
             true,
         );
+        if map.plane == Plane::Axial
+            && let Some(axes) = drawn_axes(review, record, i)
+        {
+            super::measures::draw_axes(painter, axes, index, color, &|x, y| map.screen(x, y));
+        }
     }
     // Parity against the previous run: boxes it found that this run did not.
     if let (Some(review), Some(previous)) = (review, overlay.previous)
@@ -504,6 +521,24 @@ fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>
             }
         }
     }
+}
+
+/// A detection's axes as the reader drew them, or as measured (not a box's sides).
+fn drawn_axes<'a>(
+    review: Option<&'a super::review::Review>,
+    record: &'a super::run::RunRecord,
+    i: usize,
+) -> Option<&'a tessera_core::measure::AxialAxes> {
+    let reader = review
+        .and_then(|r| r.reading.review.as_ref())
+        .and_then(|r| r.of(i))
+        .and_then(|f| f.axes.as_ref());
+    let measured = record.report.detections[i]
+        .measurements
+        .as_ref()
+        .filter(|m| m.method != tessera_core::measure::Method::Box)
+        .map(|m| &m.axes);
+    reader.or(measured)
 }
 
 /// The plan's seams on this slice, and in blended modes the bands where windows overlap.
@@ -546,142 +581,42 @@ fn image_rect(map: &Mapping, [x0, y0, x1, y1]: [usize; 4]) -> Rect {
     )
 }
 
-fn draw_text(
-    painter: &egui::Painter,
-    study: &Study,
-    plane: Plane,
-    rect: Rect,
-    map: &Mapping,
-    response: &egui::Response,
-    scale_px_per_mm: f32,
-) {
-    let font = FontId::monospace(12.0);
-    let text = Color32::from_gray(220);
-    let g = &study.volume.geometry;
-    let info = &study.volume.info;
-    let margin = 6.0;
-    let [left, right, top, bottom] = orientation_letters(g, plane);
-    let letter = FontId::proportional(16.0);
-    let yellow = Color32::from_rgb(255, 210, 80);
-    painter.text(
-        pos2(rect.min.x + margin, rect.center().y),
-        Align2::LEFT_CENTER,
-        left,
-        letter.clone(),
-        yellow,
-    );
-    painter.text(
-        pos2(rect.max.x - margin, rect.center().y),
-        Align2::RIGHT_CENTER,
-        right,
-        letter.clone(),
-        yellow,
-    );
-    painter.text(
-        pos2(rect.center().x, rect.min.y + margin),
-        Align2::CENTER_TOP,
-        top,
-        letter.clone(),
-        yellow,
-    );
-    painter.text(
-        pos2(rect.center().x, rect.max.y - margin),
-        Align2::CENTER_BOTTOM,
-        bottom,
-        letter,
-        yellow,
-    );
-
-    let n = plane.normal_axis();
-    let index = study.cursor[n];
-    let mut centre = [0.0; 3];
-    centre[n] = index as f64;
-    let position_mm = g.world_from_voxel.apply(centre)[n];
-    let top_left = format!(
-        "{plane:?}\n{}\n{}\n{}",
-        non_empty(&info.patient_name, &info.patient_id),
-        non_empty(&info.study_description, &info.study_date),
-        non_empty(&info.series_description, &info.series_uid),
-    );
-    painter.text(
-        rect.min + vec2(margin, margin + 16.0),
-        Align2::LEFT_TOP,
-        top_left,
-        font.clone(),
-        text,
-    );
-    let bottom_left = format!("slice {} / {}\n{:.1} mm", index + 1, g.size[n], position_mm);
-    painter.text(
-        pos2(rect.min.x + margin, rect.max.y - margin - 18.0),
-        Align2::LEFT_BOTTOM,
-        bottom_left,
-        font.clone(),
-        text,
-    );
-    let bottom_right = format!(
-        "W {:.0} L {:.0}\nzoom {:.2}",
-        study.window.width_hu,
-        study.window.center_hu,
-        study.views[plane_index(plane)].zoom
-    );
-    painter.text(
-        pos2(rect.max.x - margin, rect.max.y - margin - 18.0),
-        Align2::RIGHT_BOTTOM,
-        bottom_right,
-        font.clone(),
-        text,
-    );
-    if let Some(p) = response.hover_pos() {
-        let (c, r) = plane.image_axes();
-        let (column, row) = map.voxel(p);
-        let mut voxel = study.cursor;
-        if column >= 0.0 && row >= 0.0 {
-            voxel[c] = column as usize;
-            voxel[r] = row as usize;
-            if let Some(hu) = study.volume.voxels.hu_at(voxel) {
-                let label = format!("{hu:.0} HU\n[{}, {}, {}]", voxel[0], voxel[1], voxel[2]);
-                painter.text(
-                    pos2(rect.max.x - margin, rect.min.y + margin + 16.0),
-                    Align2::RIGHT_TOP,
-                    label,
-                    font,
-                    text,
-                );
+/// The slab: off or a thickness (the steps, or typed), and its projection.
+fn slab_ui(ui: &mut Ui, study: &mut Study) {
+    ui.horizontal(|ui| {
+        ui.label("Slab (S):");
+        let mode = study.slab.map_or(SlabMode::Mip, |s| s.mode);
+        if ui.selectable_label(study.slab.is_none(), "off").clicked() {
+            study.slab = None;
+        }
+        for t in super::study::SLAB_STEPS_MM {
+            let on = study
+                .slab
+                .is_some_and(|s| (s.thickness_mm - t).abs() < 1e-9);
+            if ui.selectable_label(on, format!("{t:.0}")).clicked() {
+                study.slab = Some(tessera_core::view::Slab {
+                    thickness_mm: t,
+                    mode,
+                });
             }
         }
+        if let Some(slab) = &mut study.slab {
+            ui.add(
+                egui::DragValue::new(&mut slab.thickness_mm)
+                    .range(0.0..=200.0)
+                    .speed(0.5)
+                    .suffix(" mm"),
+            );
+        }
+    });
+    if let Some(slab) = &mut study.slab {
+        ui.horizontal(|ui| {
+            ui.label("Projection (M):");
+            for m in SlabMode::ALL {
+                ui.selectable_value(&mut slab.mode, m, m.label());
+            }
+        });
     }
-    scale_bar(painter, rect, scale_px_per_mm);
-}
-
-fn non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {
-    if a.trim().is_empty() { b } else { a }
-}
-
-/// A bar of a round length (1, 2 or 5 x 10^k mm) about a fifth of the view wide.
-fn scale_bar(painter: &egui::Painter, rect: Rect, px_per_mm: f32) {
-    if px_per_mm <= 0.0 {
-        return;
-    }
-    let target_mm = rect.width() / 5.0 / px_per_mm;
-    let magnitude = 10f32.powf(target_mm.log10().floor());
-    let mm = [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * magnitude)
-        .rfind(|m| *m <= target_mm)
-        .unwrap_or(magnitude);
-    let length = mm * px_per_mm;
-    // Bottom right, above the window/zoom text.
-    let y = rect.max.y - 64.0;
-    let x1 = rect.max.x - 8.0;
-    let stroke = Stroke::new(2.0, Color32::from_gray(230));
-    painter.line_segment([pos2(x1 - length, y), pos2(x1, y)], stroke);
-    painter.text(
-        pos2(x1 - length / 2.0, y - 3.0),
-        Align2::CENTER_BOTTOM,
-        format!("{mm} mm"),
-        FontId::monospace(11.0),
-        Color32::from_gray(230),
-    );
 }
 
 /// The fourth cell: what is open and how to drive the views.
@@ -713,6 +648,11 @@ fn card_ui(ui: &mut Ui, study: &mut Study, rect: Rect) {
         child.colored_label(child.visuals().warn_fg_color, w);
     }
     child.separator();
+    slab_ui(&mut child, study);
+    child.horizontal(|ui| {
+        ui.checkbox(&mut study.show_crosshair, "Crosshair (C)");
+        ui.checkbox(&mut study.show_text, "Corner text (H)");
+    });
     child.horizontal(|ui| {
         ui.label("Left-drag:");
         let tool = &mut study.tools.tool;
@@ -720,8 +660,12 @@ fn card_ui(ui: &mut Ui, study: &mut Study, rect: Rect) {
         ui.selectable_value(tool, Tool::Ruler, "ruler");
         ui.selectable_value(tool, Tool::AddFinding, "add finding");
     });
+    let rulers = study.tools.rulers.len();
+    if rulers > 0 && child.button(format!("Clear {rulers} ruler(s)")).clicked() {
+        study.tools.rulers.clear();
+    }
     child.weak(
-        "Click: crosshair (shift-drag to drag it) · left-drag: the tool above · middle-drag: pan · right-drag: zoom · wheel/arrows: slice · double-click: maximise · 0: reset views",
+        "Click: crosshair (shift-drag to drag it) · left-drag: the tool above · middle-drag: pan · right-drag: zoom about the press · wheel/arrows: slice · double-click: maximise · 0: reset views and window (the model's, else the file's)",
     );
     child.weak(format!(
         "Presets: 1 lung · 2 soft tissue · 3 bone · 4 brain · 5 the file's own{}",

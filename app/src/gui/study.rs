@@ -6,7 +6,7 @@ use std::sync::mpsc::{Receiver, TryRecvError, channel};
 use std::time::Instant;
 
 use tessera_core::dicom::{self, ScanReport};
-use tessera_core::view::{Plane, WindowLevel};
+use tessera_core::view::{Plane, Slab, SlabMode, WindowLevel};
 use tessera_core::{Volume, volume::format_size};
 
 use crate::common::series::{SeriesRow, row};
@@ -242,6 +242,9 @@ impl Default for ViewTransform {
     }
 }
 
+/// The slab thicknesses the S key steps through (then back to slices).
+pub const SLAB_STEPS_MM: [f64; 3] = [5.0, 10.0, 20.0];
+
 /// The presets on keys 1-5: lung, soft tissue, bone, brain, the file's own.
 pub const PRESET_NAMES: [&str; 5] = ["lung", "soft tissue", "bone", "brain", "file"];
 
@@ -252,6 +255,8 @@ pub struct Study {
     /// The crosshair, voxel `[x, y, z]`.
     pub cursor: [usize; 3],
     pub window: WindowLevel,
+    /// The window the chosen model's findings are read in (its card's), last followed.
+    pub reading_window: Option<WindowLevel>,
     pub views: [ViewTransform; 3],
     pub maximised: Option<Plane>,
     /// The view under the pointer this frame (set while the views are drawn): where the
@@ -261,6 +266,11 @@ pub struct Study {
     pub(super) wheel_carried: f32,
     /// The ruler and "add finding" tools.
     pub tools: super::tools::ToolState,
+    /// Every view drawn as a thick slab (MIP, MinIP or average), or as slices.
+    pub slab: Option<Slab>,
+    pub show_crosshair: bool,
+    /// The views' corner text and orientation letters.
+    pub show_text: bool,
     pub(super) textures: [Option<(TextureKey, egui::TextureHandle)>; 3],
 }
 
@@ -279,6 +289,7 @@ impl std::fmt::Debug for Study {
 pub(super) struct TextureKey {
     pub index: usize,
     pub window: WindowLevel,
+    pub slab: Option<Slab>,
 }
 
 pub const PLANES: [Plane; 3] = [Plane::Axial, Plane::Coronal, Plane::Sagittal];
@@ -291,11 +302,15 @@ impl Study {
             source,
             cursor,
             window: WindowLevel::LUNG,
+            reading_window: None,
             views: [ViewTransform::default(); 3],
             maximised: None,
             hovered: None,
             wheel_carried: 0.0,
             tools: super::tools::ToolState::default(),
+            slab: None,
+            show_crosshair: true,
+            show_text: true,
             textures: [None, None, None],
         };
         study.window = study.file_window().unwrap_or(WindowLevel::LUNG);
@@ -329,7 +344,42 @@ impl Study {
     pub fn reset_views(&mut self) {
         self.views = [ViewTransform::default(); 3];
         self.maximised = None;
-        self.window = self.file_window().unwrap_or(WindowLevel::LUNG);
+        self.window = self
+            .reading_window
+            .or(self.file_window())
+            .unwrap_or(WindowLevel::LUNG);
+    }
+
+    /// Goes to the chosen model's reading window when it is new (the study was opened, or
+    /// another model chosen); a window the reader set is kept otherwise.
+    pub fn follow_reading_window(&mut self, window: Option<WindowLevel>) {
+        if window != self.reading_window {
+            self.reading_window = window;
+            if let Some(w) = window {
+                self.window = w;
+            }
+        }
+    }
+
+    /// The next slab thickness of [`SLAB_STEPS_MM`] (after the last: slices again).
+    pub fn next_slab(&mut self) {
+        let mode = self.slab.map_or(SlabMode::Mip, |s| s.mode);
+        let now = self.slab.map_or(0.0, |s| s.thickness_mm);
+        self.slab = SLAB_STEPS_MM
+            .into_iter()
+            .find(|t| *t > now + 1e-9)
+            .map(|thickness_mm| Slab { thickness_mm, mode });
+    }
+
+    /// The next projection (MIP, MinIP, average) of the slab, when there is one.
+    pub fn next_slab_mode(&mut self) {
+        if let Some(slab) = &mut self.slab {
+            let i = SlabMode::ALL
+                .iter()
+                .position(|m| *m == slab.mode)
+                .unwrap_or(0);
+            slab.mode = SlabMode::ALL[(i + 1) % SlabMode::ALL.len()];
+        }
     }
 
     /// Moves the slice shown in `plane` by `delta`, within the volume.

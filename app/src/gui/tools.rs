@@ -1,4 +1,4 @@
-//! The views' measuring tools: a ruler (drag a line, its length in mm) and "add finding"
+//! The views' measuring tools: rulers (drag a line, its length in mm; as many as drawn) and "add finding"
 //! (drag a box around something the detector missed). Coordinates are continuous study voxel
 //! edges (voxel `j` spans `[j, j + 1)`) until they become LPS millimetres.
 
@@ -32,7 +32,8 @@ pub struct Stroke3 {
 pub struct ToolState {
     pub tool: Tool,
     pub drag: Option<Stroke3>,
-    pub ruler: Option<Stroke3>,
+    /// Every ruler drawn, each on its slice, until cleared.
+    pub rulers: Vec<Stroke3>,
     /// A box the reader finished drawing, for the review to take.
     pub drawn: Option<Stroke3>,
 }
@@ -59,7 +60,7 @@ impl ToolState {
                 {
                     d.to = edge;
                     match self.tool {
-                        Tool::Ruler => self.ruler = Some(d),
+                        Tool::Ruler => self.rulers.push(d),
                         Tool::AddFinding => self.drawn = Some(d),
                         Tool::Navigate => {}
                     }
@@ -108,6 +109,8 @@ pub fn added_finding(stroke: &Stroke3, geometry: &Geometry, note: &str, now: &st
         size_mm: std::array::from_fn(|a| (hi[a] - lo[a]) * spacing[a]),
         note: note.into(),
         added_at: now.into(),
+        measurements: None,
+        lung_rads: None,
     }
 }
 
@@ -146,17 +149,19 @@ pub fn draw(
     let on_slice = |s: &Stroke3| s.plane == plane && s.from[n].floor() as usize == index;
     let ends = |s: &Stroke3| (screen(s.from[c], s.from[r]), screen(s.to[c], s.to[r]));
     let stroke = Stroke::new(1.5, colors::TOOL);
-    let ruler = tools
-        .drag
-        .filter(|_| tools.tool == Tool::Ruler)
-        .or(tools.ruler);
-    if let Some(s) = ruler.filter(on_slice) {
-        let (a, b) = ends(&s);
+    let dragged = tools.drag.filter(|_| tools.tool == Tool::Ruler);
+    for s in tools
+        .rulers
+        .iter()
+        .chain(dragged.as_ref())
+        .filter(|s| on_slice(s))
+    {
+        let (a, b) = ends(s);
         painter.line_segment([a, b], stroke);
         painter.text(
             b + egui::vec2(4.0, 0.0),
             Align2::LEFT_CENTER,
-            format!("{:.1} mm", length_mm(&s, geometry)),
+            format!("{:.1} mm", length_mm(s, geometry)),
             FontId::proportional(12.0),
             colors::TOOL,
         );

@@ -105,3 +105,45 @@ pub fn drag(h: &mut Harness<'_, TesseraApp>, from: egui::Pos2, to: egui::Pos2) {
     h.step();
     h.step();
 }
+
+/// A harness that renders (wgpu on a CPU adapter) on the 128x128x48 phantom, run with the test
+/// model at 64x64x32: what the snapshot tests start from. The temporary folder must outlive
+/// the harness.
+pub fn snapshot_harness(dir: &Path) -> Harness<'static, TesseraApp> {
+    let app = TesseraApp::new(
+        &egui::Context::default(),
+        Source::Path(phantom_study(dir, [128, 128, 48])),
+        None,
+        false,
+    );
+    let mut h = Harness::builder()
+        .with_size([1400.0, 900.0])
+        .wgpu()
+        .build_ui_state(|ui, app: &mut TesseraApp| app.ui(ui), app);
+    run_on_phantom(&mut h, Some([64, 64, 32]));
+    h
+}
+
+/// Saves the snapshot `name`, with the run's timing and memory (which vary from run to run)
+/// hidden.
+pub fn snapshot_without_timings(h: &mut Harness<'_, TesseraApp>, name: &str) {
+    h.state_mut().messages.clear();
+    let stats = &mut h.state_mut().run_panel.runs[0].report.stats;
+    stats.elapsed_s = 0.0;
+    stats.memory.peak_memory_bytes = 0;
+    h.step();
+    h.snapshot(name);
+}
+
+/// Presses and releases `key` with `modifiers` (events for the next frame).
+pub fn key(h: &Harness<'_, TesseraApp>, key: egui::Key, modifiers: egui::Modifiers) {
+    for pressed in [true, false] {
+        h.event(egui::Event::Key {
+            key,
+            physical_key: None,
+            pressed,
+            repeat: false,
+            modifiers,
+        });
+    }
+}

@@ -23,6 +23,7 @@ use tessera_dicom::volume::Voxels;
 
 use crate::detect::ModelGridBox;
 use crate::lung::LungField;
+use crate::mask::{Cube, ball_offsets};
 
 /// Findings with a smaller mean box side keep the detector's box: small nodules are often on
 /// a vessel, which the opening would take with them or leave in.
@@ -56,189 +57,23 @@ pub fn measure_box(
     if detected_mm < MIN_SIDE_MM || voxels.size() != field.size {
         return None;
     }
-    let cube = Cube::around(bbox, field.size, spacing_mm);
+    let half_voxels = std::array::from_fn(|a| {
+        (REACH * bbox.size[a] * spacing_mm[a]).clamp(MIN_HALF_SIDE_MM, MAX_HALF_SIDE_MM)
+            / spacing_mm[a]
+    });
+    let cube = Cube::around(bbox.center, half_voxels, field.size);
     let solid =
         cube.map(|at| voxels.hu_at(at).is_some_and(|hu| hu >= SOLID_HU) && field.is_lung(at));
-    let ball = ball_offsets(OPENING_RADIUS_MM, spacing_mm);
-    let opened = cube.dilate(&cube.erode(&solid, &ball), &ball);
+    let opened = cube.open(&solid, &ball_offsets(OPENING_RADIUS_MM, spacing_mm));
     let seed = cube.nearest_set(&opened, bbox.center, spacing_mm, SEED_REACH_MM)?;
-    let (lo, hi) = cube.component_bounds(&opened, &solid, seed)?;
+    let lesion = cube.with_rim(&cube.component(&opened, seed)?, &solid);
+    let (lo, hi) = cube.bounds(&lesion)?;
     let measured = ModelGridBox {
         center: std::array::from_fn(|a| (lo[a] + hi[a]) as f64 / 2.0),
         size: std::array::from_fn(|a| (hi[a] - lo[a] + 1) as f64),
     };
     (bbox.contains(measured.center) && measured.mean_side_mm(spacing_mm) >= MIN_RATIO * detected_mm)
         .then_some(measured)
-}
-
-/// The voxel offsets of a ball of `radius_mm` on a grid of `spacing_mm`.
-fn ball_offsets(radius_mm: f64, spacing_mm: [f64; 3]) -> Vec<[i64; 3]> {
-    let reach: [i64; 3] = std::array::from_fn(|a| (radius_mm / spacing_mm[a]).floor() as i64);
-    let mut offsets = Vec::new();
-    for dz in -reach[2]..=reach[2] {
-        for dy in -reach[1]..=reach[1] {
-            for dx in -reach[0]..=reach[0] {
-                let d = [dx, dy, dz];
-                let r2: f64 = (0..3).map(|a| (d[a] as f64 * spacing_mm[a]).powi(2)).sum();
-                if r2 <= radius_mm * radius_mm {
-                    offsets.push(d);
-                }
-            }
-        }
-    }
-    offsets
-}
-
-/// A box of voxels of the volume, `[lo, lo + size)` per axis, and masks on it (x fastest).
-struct Cube {
-    lo: [usize; 3],
-    size: [usize; 3],
-}
-
-impl Cube {
-    /// The cube around `bbox`, clipped to a volume of `volume_size`.
-    fn around(bbox: &ModelGridBox, volume_size: [usize; 3], spacing_mm: [f64; 3]) -> Self {
-        let mut lo = [0; 3];
-        let mut size = [0; 3];
-        for a in 0..3 {
-            let half_mm =
-                (REACH * bbox.size[a] * spacing_mm[a]).clamp(MIN_HALF_SIDE_MM, MAX_HALF_SIDE_MM);
-            let half = half_mm / spacing_mm[a];
-            let first = (bbox.center[a] - half).round().max(0.0) as usize;
-            let last = ((bbox.center[a] + half).round().max(0.0) as usize)
-                .min(volume_size[a].saturating_sub(1));
-            lo[a] = first.min(last);
-            size[a] = last + 1 - lo[a];
-        }
-        Self { lo, size }
-    }
-
-    fn len(&self) -> usize {
-        self.size.iter().product()
-    }
-
-    fn index(&self, [x, y, z]: [usize; 3]) -> usize {
-        (z * self.size[1] + y) * self.size[0] + x
-    }
-
-    /// Cube coordinates of `local` moved by `d`, if still inside.
-    fn step(&self, local: [usize; 3], d: [i64; 3]) -> Option<[usize; 3]> {
-        let mut out = [0; 3];
-        for a in 0..3 {
-            let v = local[a] as i64 + d[a];
-            if v < 0 || v >= self.size[a] as i64 {
-                return None;
-            }
-            out[a] = v as usize;
-        }
-        Some(out)
-    }
-
-    fn locals(&self) -> impl Iterator<Item = [usize; 3]> + '_ {
-        let [nx, ny, nz] = self.size;
-        (0..nz).flat_map(move |z| (0..ny).flat_map(move |y| (0..nx).map(move |x| [x, y, z])))
-    }
-
-    /// A mask of `inside(volume voxel)` over the cube.
-    fn map(&self, inside: impl Fn([usize; 3]) -> bool) -> Vec<bool> {
-        self.locals()
-            .map(|l| inside(std::array::from_fn(|a| self.lo[a] + l[a])))
-            .collect()
-    }
-
-    /// Set where every voxel of the ball around is set (outside the cube is unset).
-    fn erode(&self, mask: &[bool], ball: &[[i64; 3]]) -> Vec<bool> {
-        self.locals()
-            .map(|l| {
-                mask[self.index(l)]
-                    && ball
-                        .iter()
-                        .all(|d| self.step(l, *d).is_some_and(|n| mask[self.index(n)]))
-            })
-            .collect()
-    }
-
-    /// Set where any voxel of the ball around is set.
-    fn dilate(&self, mask: &[bool], ball: &[[i64; 3]]) -> Vec<bool> {
-        let mut out = vec![false; self.len()];
-        for l in self.locals().filter(|l| mask[self.index(*l)]) {
-            for n in ball.iter().filter_map(|d| self.step(l, *d)) {
-                out[self.index(n)] = true;
-            }
-        }
-        out
-    }
-
-    /// The set voxel nearest to `center` (volume voxels) within `reach_mm`, in cube
-    /// coordinates; ties go to the first in x-fastest order.
-    fn nearest_set(
-        &self,
-        mask: &[bool],
-        center: [f64; 3],
-        spacing_mm: [f64; 3],
-        reach_mm: f64,
-    ) -> Option<[usize; 3]> {
-        let distance2 = |l: &[usize; 3]| -> f64 {
-            (0..3)
-                .map(|a| (((self.lo[a] + l[a]) as f64 - center[a]) * spacing_mm[a]).powi(2))
-                .sum()
-        };
-        self.locals()
-            .filter(|l| mask[self.index(*l)])
-            .map(|l| (distance2(&l), l))
-            .filter(|(d2, _)| *d2 <= reach_mm * reach_mm)
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, l)| l)
-    }
-
-    /// The volume-voxel bounds (inclusive) of the 6-connected component of `seed` in `mask`
-    /// and its 6-neighbours in `rim`, or `None` when the component touches one of the cube's
-    /// faces.
-    fn component_bounds(
-        &self,
-        mask: &[bool],
-        rim: &[bool],
-        seed: [usize; 3],
-    ) -> Option<([usize; 3], [usize; 3])> {
-        const STEPS: [[i64; 3]; 6] = [
-            [1, 0, 0],
-            [-1, 0, 0],
-            [0, 1, 0],
-            [0, -1, 0],
-            [0, 0, 1],
-            [0, 0, -1],
-        ];
-        let mut seen = vec![false; self.len()];
-        let (mut lo, mut hi) = (seed, seed);
-        seen[self.index(seed)] = true;
-        let mut stack = vec![seed];
-        while let Some(l) = stack.pop() {
-            for a in 0..3 {
-                if l[a] == 0 || l[a] + 1 == self.size[a] {
-                    return None;
-                }
-                lo[a] = lo[a].min(l[a]);
-                hi[a] = hi[a].max(l[a]);
-            }
-            for n in STEPS.iter().filter_map(|d| self.step(l, *d)) {
-                let i = self.index(n);
-                if rim[i] {
-                    for a in 0..3 {
-                        lo[a] = lo[a].min(n[a]);
-                        hi[a] = hi[a].max(n[a]);
-                    }
-                }
-                if mask[i] && !seen[i] {
-                    seen[i] = true;
-                    stack.push(n);
-                }
-            }
-        }
-        Some((
-            std::array::from_fn(|a| self.lo[a] + lo[a]),
-            std::array::from_fn(|a| self.lo[a] + hi[a]),
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod device;
 pub mod extent;
 pub mod grid_map;
 pub mod lung;
+pub mod mask;
 pub mod memory;
 pub mod model;
 pub mod orient;

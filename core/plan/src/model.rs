@@ -289,6 +289,10 @@ pub struct ModelCard {
     /// are dropped (or flagged, when the run keeps them).
     #[serde(default)]
     pub lung_field: bool,
+    /// The display window its findings are read in (a chest model's: lung), where a viewer
+    /// opens a study for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_window: Option<DisplayWindow>,
     /// Measured memory per device kind (`cpu`, `cuda`), if calibrated.
     #[serde(default)]
     pub memory: std::collections::BTreeMap<String, MemoryCoefficients>,
@@ -296,6 +300,14 @@ pub struct ModelCard {
     pub training: serde_json::Value,
     #[serde(default)]
     pub metrics: serde_json::Value,
+}
+
+/// A display window in HU, named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DisplayWindow {
+    pub name: String,
+    pub center_hu: f32,
+    pub width_hu: f32,
 }
 
 impl ModelCard {

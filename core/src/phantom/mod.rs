@@ -24,6 +24,7 @@ mod write;
 
 use serde::{Deserialize, Serialize};
 
+pub use render::{add_noise_and_quantise, blur};
 pub use truth::{NoduleTruth, Truth};
 pub use write::{TRUTH_FILE, write_series};
 
@@ -167,9 +168,8 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
         nodules: &nodules,
     };
     let mut hu = render::paint(&scene);
-    render::blur(&mut hu);
-    let voxels =
-        render::add_noise_and_quantise(&hu, spec.noise_hu, rng::mix(spec.seed ^ 0x006E_015E));
+    blur(&mut hu);
+    let voxels = add_noise_and_quantise(&hu, spec.noise_hu, rng::mix(spec.seed ^ 0x006E_015E));
 
     // Centred on the scanner isocentre in x/y; z runs upwards from below the lungs.
     let origin = [

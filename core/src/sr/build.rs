@@ -4,6 +4,8 @@ use super::codes as c;
 use super::{Selection, SrError};
 use crate::dicom::sr::{GraphicType3d, Item, Relationship, Value};
 use crate::geometry::{Vec3, cross, norm};
+use crate::lungrads::{self, Category};
+use crate::measure::{AxialAxes, Measurements};
 use crate::report::DetectionReport;
 use crate::review::{Decision, Review};
 use crate::volume::SeriesSource;
@@ -13,6 +15,13 @@ struct Finding<'a> {
     tracking_id: String,
     center_lps_mm: Vec3,
     size_mm: Vec3,
+    /// Its size: the mean of its axial axes (or of its box's axial sides).
+    mean_diameter_mm: f64,
+    measurements: Option<&'a Measurements>,
+    /// The reader's own axes, over the measured ones.
+    reader_axes: Option<&'a AxialAxes>,
+    /// The reader's category, or the suggestion and its rule.
+    lung_rads: Option<(Category, Option<&'a str>)>,
     /// The detector's score (absent for a finding the reader drew).
     score: Option<f32>,
     decision: Option<Decision>,
@@ -61,21 +70,38 @@ pub(super) fn tree(
         ))
         .with(image_library(source))
         .with(measurements);
+    let root = match study_lung_rads(&findings) {
+        Some(item) => root.with(Item::container(c::qualitative_evaluations()).with(item)),
+        None => root,
+    };
     let complete = review.is_none_or(|r| r.is_complete(report.detections.len()));
     Ok((root, complete))
 }
 
 fn findings<'a>(
-    report: &DetectionReport,
+    report: &'a DetectionReport,
     review: Option<&'a Review>,
     selection: Selection,
 ) -> Vec<Finding<'a>> {
     let detected = report.detections.iter().enumerate().map(|(i, d)| {
         let reviewed = review.and_then(|r| r.of(i));
+        let reader_axes = reviewed.and_then(|f| f.axes.as_ref());
+        let suggested = d
+            .lung_rads
+            .as_ref()
+            .map(|s| (s.category, Some(s.rule.as_str())));
         Finding {
             tracking_id: format!("Tessera detection {}", i + 1),
             center_lps_mm: d.center_lps_mm,
             size_mm: d.size_mm,
+            mean_diameter_mm: reader_axes
+                .map_or_else(|| d.mean_diameter_mm(), |a| a.mean_diameter_mm()),
+            measurements: d.measurements.as_ref(),
+            reader_axes,
+            lung_rads: reviewed
+                .and_then(|f| f.lung_rads)
+                .map(|c| (c, None))
+                .or(suggested),
             score: Some(d.score),
             decision: reviewed.and_then(|f| f.decision),
             note: reviewed.map_or("", |f| f.note.as_str()),
@@ -86,6 +112,13 @@ fn findings<'a>(
             tracking_id: format!("Reader finding {}", i + 1),
             center_lps_mm: a.center_lps_mm,
             size_mm: a.size_mm,
+            mean_diameter_mm: a.measurements.as_ref().map_or_else(
+                || crate::measure::box_mean_diameter_mm(a.size_mm),
+                |m| m.mean_diameter_mm,
+            ),
+            measurements: a.measurements.as_ref(),
+            reader_axes: None,
+            lung_rads: a.lung_rads.map(|c| (c, None)),
             score: None,
             // The reader drew it: that is an acceptance.
             decision: Some(Decision::Accepted),
@@ -175,14 +208,8 @@ fn measurement_group(
         .with(contains(
             c::source_series_for_segmentation(),
             Value::UidRef(source.series_uid.clone()),
-        ))
-        .with(contains(
-            c::diameter(),
-            Value::Num {
-                value: mean_diameter_mm(finding.size_mm),
-                units: c::millimetre(),
-            },
         ));
+    group.children.extend(measurement_items(finding));
     if let Some(score) = finding.score {
         group.children.push(certainty(score, report));
     }
@@ -232,9 +259,78 @@ fn certainty(score: f32, report: &DetectionReport) -> Item {
     ))
 }
 
-/// The mean of the box's three sides: what "diameter" means for a box around a nodule.
-pub(super) fn mean_diameter_mm(size_mm: Vec3) -> f64 {
-    size_mm.iter().sum::<f64>() / 3.0
+/// The study's Lung-RADS category (its most suspicious finding's, rejected ones left out),
+/// when its findings have categories (a chest model's run).
+fn study_lung_rads(findings: &[Finding<'_>]) -> Option<Item> {
+    let categories: Vec<(String, Category)> = findings
+        .iter()
+        .filter(|f| f.decision != Some(Decision::Rejected))
+        .filter_map(|f| f.lung_rads.map(|(c, _)| (f.tracking_id.clone(), c)))
+        .collect();
+    if findings.iter().all(|f| f.lung_rads.is_none()) {
+        return None;
+    }
+    let suggestion = lungrads::study(&categories);
+    let text = format!("{}: {}", lungrads::VERSION, suggestion.rule);
+    Some(
+        Item::new(
+            Relationship::Contains,
+            c::lung_rads(true),
+            Value::Code(c::lung_rads_value(suggestion.category.label())),
+        )
+        .with(Item::new(
+            Relationship::HasConceptMod,
+            c::lung_rads_rule(),
+            Value::Text(text),
+        )),
+    )
+}
+
+/// TID 1411's numeric measurements (the size as the mean of the axial long and short axes,
+/// the axes, volume and mean HU) and qualitative evaluations (type, Lung-RADS category).
+fn measurement_items(finding: &Finding<'_>) -> Vec<Item> {
+    let contains = |concept, value| Item::new(Relationship::Contains, concept, value);
+    let num = |concept, value: f64, units| contains(concept, Value::Num { value, units });
+    let mean = || {
+        Item::new(
+            Relationship::HasConceptMod,
+            c::derivation(),
+            Value::Code(c::mean()),
+        )
+    };
+    let mut items =
+        vec![num(c::diameter(), finding.mean_diameter_mm, c::millimetre()).with(mean())];
+    let m = finding.measurements;
+    if let Some(axes) = finding.reader_axes.or(m.map(|m| &m.axes)) {
+        items.push(num(c::long_axis(), axes.long_axis_mm, c::millimetre()));
+        items.push(num(c::short_axis(), axes.short_axis_mm, c::millimetre()));
+    }
+    if let Some(volume) = m.and_then(|m| m.volume_mm3) {
+        items.push(num(c::volume(), volume, c::cubic_millimetre()));
+    }
+    if let Some(hu) = m.and_then(|m| m.mean_hu) {
+        items.push(num(c::attenuation_coefficient(), hu, c::hounsfield_unit()).with(mean()));
+    }
+    if let Some(kind) = m.and_then(|m| m.nodule_type) {
+        items.push(contains(
+            c::nodule_type(),
+            Value::Code(c::nodule_type_value(kind.label())),
+        ));
+    }
+    if let Some((category, rule)) = finding.lung_rads {
+        let value = Value::Code(c::lung_rads_value(category.label()));
+        let mut item = contains(c::lung_rads(rule.is_some()), value);
+        if let Some(rule) = rule {
+            let text = format!("{}: {rule}", lungrads::VERSION);
+            item = item.with(Item::new(
+                Relationship::HasConceptMod,
+                c::lung_rads_rule(),
+                Value::Text(text),
+            ));
+        }
+        items.push(item);
+    }
+    items
 }
 
 /// The ellipsoid inscribed in the box: the end points of its three axes, along the volume's

@@ -114,3 +114,62 @@ pub fn decision(label: &str) -> Code {
     };
     Code::new(label, TESSERA_SCHEME, meaning)
 }
+pub fn long_axis() -> Code {
+    Code::new("103339001", "SCT", "Long Axis")
+}
+pub fn short_axis() -> Code {
+    Code::new("103340004", "SCT", "Short Axis")
+}
+pub fn volume() -> Code {
+    Code::new("118565006", "SCT", "Volume")
+}
+pub fn cubic_millimetre() -> Code {
+    Code::new("mm3", "UCUM", "cubic millimeter")
+}
+pub fn attenuation_coefficient() -> Code {
+    dcm("112031", "Attenuation Coefficient")
+}
+pub fn hounsfield_unit() -> Code {
+    Code::new("[hnsf'U]", "UCUM", "Hounsfield unit")
+}
+/// A numeric measurement's modifier: how the value was derived.
+pub fn derivation() -> Code {
+    dcm("121401", "Derivation")
+}
+pub fn mean() -> Code {
+    Code::new("373098007", "SCT", "Mean")
+}
+/// TID 1500's container of the report's qualitative evaluations.
+pub fn qualitative_evaluations() -> Code {
+    dcm("126011", "Qualitative Evaluations")
+}
+/// A nodule's type (no standard code names Lung-RADS' solid / part-solid / non-solid).
+pub fn nodule_type() -> Code {
+    Code::new("nodule-type", TESSERA_SCHEME, "Nodule type")
+}
+pub fn nodule_type_value(label: &str) -> Code {
+    let meaning = match label {
+        "solid" => "Solid",
+        "part-solid" => "Part-solid",
+        _ => "Ground-glass (non-solid)",
+    };
+    Code::new(label, TESSERA_SCHEME, meaning)
+}
+/// The Lung-RADS category, as the reader set it or (`suggested`) as Tessera's rules gave it.
+pub fn lung_rads(suggested: bool) -> Code {
+    match suggested {
+        true => Code::new(
+            "lungrads-suggest",
+            TESSERA_SCHEME,
+            "Lung-RADS category suggested",
+        ),
+        false => Code::new("lungrads", TESSERA_SCHEME, "Lung-RADS category"),
+    }
+}
+pub fn lung_rads_value(label: &str) -> Code {
+    Code::new(label, TESSERA_SCHEME, &format!("Lung-RADS {label}"))
+}
+/// The rule that gave a suggested category.
+pub fn lung_rads_rule() -> Code {
+    Code::new("lungrads-rule", TESSERA_SCHEME, "Lung-RADS rule")
+}

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-pub use read::{SrFinding, findings};
+pub use read::{SrFinding, SrMeasurements, findings};
 
 use crate::dicom::sr::SrDocument;
 use crate::report::DetectionReport;

@@ -4,8 +4,10 @@
 use std::path::Path;
 
 use super::{SrError, codes as c};
-use crate::dicom::sr::{GraphicType3d, Item, ReadSr, Value};
+use crate::dicom::sr::{Code, GraphicType3d, Item, ReadSr, Value};
 use crate::geometry::Vec3;
+use crate::lungrads::Category;
+use crate::measure::NoduleType;
 use crate::review::Decision;
 use crate::volume::{Geometry, StudyVoxelBox};
 
@@ -23,6 +25,22 @@ pub struct SrFinding {
     pub score: Option<f32>,
     pub decision: Option<Decision>,
     pub note: String,
+    /// Its numeric measurements, as written (TID 1411).
+    pub measured: SrMeasurements,
+    pub nodule_type: Option<NoduleType>,
+    /// The Lung-RADS category, and whether it is Tessera's suggestion (not the reader's).
+    pub lung_rads: Option<(Category, bool)>,
+}
+
+/// A measurement group's numbers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SrMeasurements {
+    /// The size: the mean of the axial long and short axes.
+    pub mean_diameter_mm: Option<f64>,
+    pub long_axis_mm: Option<f64>,
+    pub short_axis_mm: Option<f64>,
+    pub volume_mm3: Option<f64>,
+    pub mean_hu: Option<f64>,
 }
 
 impl SrFinding {
@@ -125,7 +143,41 @@ fn finding(group: &Item) -> Option<SrFinding> {
         Some(Value::Code(code)) => Decision::ALL.into_iter().find(|d| d.label() == code.value),
         _ => None,
     };
+    let number = |concept: Code, units: Code| match group.child(&concept).map(|i| &i.value) {
+        Some(Value::Num { value, units: u }) if u.is(&units) => Some(*value),
+        _ => None,
+    };
+    let code = |concept: Code| match group.child(&concept).map(|i| &i.value) {
+        Some(Value::Code(code)) => Some(code.value.clone()),
+        _ => None,
+    };
+    let measured = SrMeasurements {
+        mean_diameter_mm: number(c::diameter(), c::millimetre()),
+        long_axis_mm: number(c::long_axis(), c::millimetre()),
+        short_axis_mm: number(c::short_axis(), c::millimetre()),
+        volume_mm3: number(c::volume(), c::cubic_millimetre()),
+        mean_hu: number(c::attenuation_coefficient(), c::hounsfield_unit()),
+    };
+    let nodule_type = code(c::nodule_type()).and_then(|label| {
+        [
+            NoduleType::Solid,
+            NoduleType::PartSolid,
+            NoduleType::GroundGlass,
+        ]
+        .into_iter()
+        .find(|t| t.label() == label)
+    });
+    let lung_rads = [(false, c::lung_rads(false)), (true, c::lung_rads(true))]
+        .into_iter()
+        .find_map(|(suggested, concept)| {
+            code(concept)
+                .and_then(|l| Category::from_label(&l))
+                .map(|c| (c, suggested))
+        });
     Some(SrFinding {
+        measured,
+        nodule_type,
+        lung_rads,
         tracking_id: text(c::tracking_identifier()),
         center_lps_mm,
         size_mm,

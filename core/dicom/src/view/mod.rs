@@ -1,5 +1,5 @@
-//! What a viewer draws, without a GUI: multiplanar slices as 8-bit images under a window/level,
-//! orientation letters, and where a 3D box cuts a slice.
+//! What a viewer draws, without a GUI: multiplanar slices (or thick slabs, [`slab`]) as 8-bit
+//! images under a window/level, orientation letters, and where a 3D box cuts a slice.
 //!
 //! Images are row-major, top row first. Axial: columns x, rows y (voxel order). Coronal: columns
 //! x, rows z from the last slice to the first (so that, for the usual feet-first stack, superior is
@@ -10,8 +10,11 @@ use ndarray::{ArrayView2, Axis};
 
 use crate::volume::{Geometry, Voxels};
 
+mod slab;
+pub use slab::{Slab, SlabMode, plane_spacing_mm, slab_image};
+
 /// The three planes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Plane {
     Axial,
     Coronal,
@@ -96,6 +99,24 @@ pub fn slice_image(
     index: usize,
     window: WindowLevel,
 ) -> Option<SliceImage> {
+    let (width, height, values) = plane_values(voxels, plane, index)?;
+    Some(SliceImage {
+        width,
+        height,
+        pixels: values.iter().map(|hu| window.grey(*hu)).collect(),
+        pixel_size_mm: pixel_size_mm(geometry, plane),
+    })
+}
+
+/// The image's pixel size `[column, row]` in mm.
+fn pixel_size_mm(geometry: &Geometry, plane: Plane) -> [f64; 2] {
+    let (c, r) = plane.image_axes();
+    [geometry.spacing_mm[c], geometry.spacing_mm[r]]
+}
+
+/// The HU of slice `index` of `plane` in image order (rows top first): `(width, height,
+/// values)`, or `None` when `index` is outside the volume.
+fn plane_values(voxels: &Voxels, plane: Plane, index: usize) -> Option<(usize, usize, Vec<f32>)> {
     let size = voxels.size();
     if index >= size[plane.normal_axis()] {
         return None;
@@ -104,41 +125,83 @@ pub fn slice_image(
     let storage_axis = Axis(2 - plane.normal_axis());
     let (columns_axis, rows_axis) = plane.image_axes();
     let (width, height) = (size[columns_axis], size[rows_axis]);
-    let mut pixels = vec![0u8; width * height];
-    let mut fill = |grey: &dyn Fn(usize, usize) -> u8| {
+    let mut values = vec![0f32; width * height];
+    let mut fill = |hu: &dyn Fn(usize, usize) -> f32| {
         for row in 0..height {
             let r = if plane.rows_flipped() {
                 height - 1 - row
             } else {
                 row
             };
-            for (column, out) in pixels[row * width..(row + 1) * width]
+            for (column, out) in values[row * width..(row + 1) * width]
                 .iter_mut()
                 .enumerate()
             {
-                *out = grey(r, column);
+                *out = hu(r, column);
             }
         }
     };
     match voxels {
         Voxels::I16(a) => {
             let s: ArrayView2<'_, i16> = a.index_axis(storage_axis, index);
-            fill(&|r, c| window.grey(f32::from(s[[r, c]])));
+            fill(&|r, c| f32::from(s[[r, c]]));
         }
         Voxels::F32(a) => {
             let s: ArrayView2<'_, f32> = a.index_axis(storage_axis, index);
-            fill(&|r, c| window.grey(s[[r, c]]));
+            fill(&|r, c| s[[r, c]]);
         }
     }
-    Some(SliceImage {
-        width,
-        height,
+    Some((width, height, values))
+}
+
+/// A square crop of `plane` through `center` (study voxel coordinates, centres on integers),
+/// `half_mm` each side, as `size_px` x `size_px` pixels (nearest voxel; outside the volume
+/// black): a finding's thumbnail. Rows run as in [`slice_image`].
+pub fn crop_image(
+    voxels: &Voxels,
+    geometry: &Geometry,
+    plane: Plane,
+    center: [f64; 3],
+    half_mm: f64,
+    size_px: usize,
+    window: WindowLevel,
+) -> SliceImage {
+    let (c, r) = plane.image_axes();
+    let n = plane.normal_axis();
+    let size = voxels.size();
+    let step_mm = 2.0 * half_mm / size_px.max(1) as f64;
+    let mut pixels = vec![0u8; size_px * size_px];
+    let index = center[n].round();
+    for row in 0..size_px {
+        // Offsets from the centre in mm, pixel centres; rows down the image.
+        let dy = (row as f64 + 0.5) * step_mm - half_mm;
+        for column in 0..size_px {
+            let dx = (column as f64 + 0.5) * step_mm - half_mm;
+            let mut at = [0.0; 3];
+            at[n] = index;
+            at[c] = center[c] + dx / geometry.spacing_mm[c];
+            at[r] = if plane.rows_flipped() {
+                center[r] - dy / geometry.spacing_mm[r]
+            } else {
+                center[r] + dy / geometry.spacing_mm[r]
+            };
+            let voxel = at.map(f64::round);
+            if voxel
+                .iter()
+                .zip(size)
+                .all(|(v, s)| *v >= 0.0 && *v < s as f64)
+            {
+                let hu = voxels.hu_at(voxel.map(|v| v as usize)).unwrap_or(f32::MIN);
+                pixels[row * size_px + column] = window.grey(hu);
+            }
+        }
+    }
+    SliceImage {
+        width: size_px,
+        height: size_px,
         pixels,
-        pixel_size_mm: [
-            geometry.spacing_mm[columns_axis],
-            geometry.spacing_mm[rows_axis],
-        ],
-    })
+        pixel_size_mm: [step_mm, step_mm],
+    }
 }
 
 /// The patient direction letter (LPS: L, P, S and their opposites R, A, I) that a direction
@@ -237,6 +300,23 @@ mod tests {
         assert_eq!((sagittal.width, sagittal.height), (3, 2));
         assert_eq!(sagittal.pixels[3..], [3, 13, 23]); // bottom row is z = 0
         assert!(slice_image(&v, &g, Plane::Axial, 2, w).is_none());
+    }
+
+    #[test]
+    fn a_crop_is_centred_on_its_voxel_in_millimetres() {
+        let (v, g) = volume();
+        let w = WindowLevel {
+            center_hu: 127.5,
+            width_hu: 255.0,
+        };
+        // Axial around x 1.9, y 1, z 1: 1 mm each side in 4 pixels of 0.5 mm, pixel centres
+        // at x 0.4, 1.4, 2.4, 3.4 voxels (0.5 mm voxels) and, on the second row, y 1.
+        let crop = crop_image(&v, &g, Plane::Axial, [1.9, 1.0, 1.0], 1.0, 4, w);
+        assert_eq!((crop.width, crop.pixel_size_mm), (4, [0.5, 0.5]));
+        assert_eq!(crop.pixels[4..8], [110, 111, 112, 113]);
+        // Coronal, rows from the last slice down; x 3.9 is outside the volume (black).
+        let crop = crop_image(&v, &g, Plane::Coronal, [1.9, 2.0, 0.5], 2.0, 2, w);
+        assert_eq!(crop.pixels, [120, 0, 20, 0]);
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! A finding's measurements in the viewer: its size and type in the table, its axial axes
+//! drawn on the axial view, and its Lung-RADS category (the suggestion, or the reader's).
+
+use egui::{Color32, Pos2, Stroke, Ui};
+use tessera_core::lungrads::{self, Category};
+use tessera_core::measure::{AxialAxes, Measurements, Method, measure};
+use tessera_core::pipeline::Detection;
+use tessera_core::review::{AddedFinding, Review};
+
+use super::study::Study;
+
+/// A drawn finding measured on the study's voxels (no lung field: the reader drew it).
+pub fn of_added(finding: &AddedFinding, study: &Study) -> Option<Measurements> {
+    let geometry = &study.volume.geometry;
+    let b = super::tools::study_box(finding.center_lps_mm, finding.size_mm, geometry)?;
+    Some(measure(&study.volume.voxels, geometry, &b, None))
+}
+
+/// The table's size cell: the mean diameter, `~` when it is the box's (not segmented).
+pub fn size_text(d: &Detection) -> String {
+    match &d.measurements {
+        Some(m) if m.method != Method::Box => format!("{:.1}", m.mean_diameter_mm),
+        _ => format!("~{:.1}", d.mean_diameter_mm()),
+    }
+}
+
+/// What the size cell says on hover.
+pub fn size_hover(d: &Detection) -> String {
+    let Some(m) = &d.measurements else {
+        return "the mean of the box's axial sides (this run was not measured)".into();
+    };
+    let mut lines = vec![format!(
+        "mean diameter {:.1} mm: long axis {:.1} mm, short axis {:.1} mm (axial slice {})",
+        m.mean_diameter_mm,
+        m.axes.long_axis_mm,
+        m.axes.short_axis_mm,
+        m.axes.slice + 1
+    )];
+    if let (Some(v), Some(hu)) = (m.volume_mm3, m.mean_hu) {
+        lines.push(format!("volume {v:.0} mm³, mean {hu:.0} HU"));
+    }
+    if let Some(solid) = m.solid_mean_diameter_mm {
+        lines.push(format!("solid component {solid:.1} mm"));
+    }
+    lines.push(m.how.clone());
+    lines.join("\n")
+}
+
+/// The finding's category: the reader's, else the suggestion; with whether it is suggested
+/// and the rule that gave it.
+pub fn lung_rads(
+    d: &Detection,
+    review: Option<&Review>,
+    index: usize,
+) -> Option<(Category, bool, String)> {
+    let reader = review.and_then(|r| r.of(index)).and_then(|f| f.lung_rads);
+    match (reader, &d.lung_rads) {
+        (Some(c), _) => Some((c, false, "set by the reader".into())),
+        (None, Some(s)) => Some((s.category, true, s.rule.clone())),
+        (None, None) => None,
+    }
+}
+
+/// The table's Lung-RADS cell: `4A?` for a suggestion, `4A` once the reader set it.
+pub fn lung_rads_text(category: Category, suggested: bool) -> String {
+    let mark = if suggested { "?" } else { "" };
+    format!("{}{mark}", category.label())
+}
+
+/// The study's category from its findings at the threshold (rejected ones left out).
+pub fn study_lung_rads(
+    detections: &[Detection],
+    rows: &[usize],
+    review: Option<&Review>,
+) -> Option<lungrads::Suggestion> {
+    let rejected = |i: usize| {
+        review.and_then(|r| r.of(i)).and_then(|f| f.decision)
+            == Some(tessera_core::review::Decision::Rejected)
+    };
+    let categories: Vec<(String, Category)> = rows
+        .iter()
+        .filter(|&&i| !rejected(i))
+        .filter_map(|&i| {
+            let (c, _, _) = lung_rads(&detections[i], review, i)?;
+            Some(((i + 1).to_string(), c))
+        })
+        .collect();
+    let chest = rows.iter().any(|&i| detections[i].lung_rads.is_some());
+    chest.then(|| lungrads::study(&categories))
+}
+
+/// The selected finding's category chooser; returns the reader's choice when it changed
+/// (`Some(None)`: back to the suggestion).
+pub fn lung_rads_ui(
+    ui: &mut Ui,
+    d: &Detection,
+    review: Option<&Review>,
+    index: usize,
+) -> Option<Option<Category>> {
+    let current = lung_rads(d, review, index)?;
+    let mut choice = None;
+    ui.horizontal(|ui| {
+        let text = match current {
+            (c, true, _) => format!("{} (suggested)", c.label()),
+            (c, false, _) => c.label().to_string(),
+        };
+        egui::ComboBox::new(("lung-rads", index), "Lung-RADS category")
+            .selected_text(text)
+            .show_ui(ui, |ui| {
+                if let Some(s) = &d.lung_rads
+                    && ui
+                        .selectable_label(current.1, format!("{} (suggested)", s.category.label()))
+                        .clicked()
+                {
+                    choice = Some(None);
+                }
+                for c in Category::ALL {
+                    if ui
+                        .selectable_label(!current.1 && current.0 == c, c.label())
+                        .clicked()
+                    {
+                        choice = Some(Some(c));
+                    }
+                }
+            });
+        ui.weak(&current.2).on_hover_text(lungrads::VERSION);
+    });
+    choice
+}
+
+/// The axes of a finding measured on axial slice `index` (the reader's, when drawn), in
+/// `color`; `screen` maps continuous study voxel coordinates `(x, y)` (voxel `j` spans
+/// `[j, j + 1)`) to the screen.
+pub fn draw_axes(
+    painter: &egui::Painter,
+    axes: &AxialAxes,
+    index: usize,
+    color: Color32,
+    screen: &dyn Fn(f64, f64) -> Pos2,
+) {
+    if axes.slice != index {
+        return;
+    }
+    let at = |p: [f64; 2]| screen(p[0] + 0.5, p[1] + 0.5);
+    let [a, b] = axes.long_axis_ends.map(at);
+    painter.line_segment([a, b], Stroke::new(1.5, color));
+    let [c, d] = axes.short_axis_ends.map(at);
+    painter.line_segment([c, d], Stroke::new(1.0, color));
+}

@@ -1,0 +1,218 @@
+//! The reading room in the viewer (egui_kittest): the model's display window, thick slabs
+//! and their keys, hiding the crosshair and the corner text, each finding's measured size,
+//! type and Lung-RADS category, which the reader can change; snapshots of a slab.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use egui::{Key, Modifiers};
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT as _, Queryable as _};
+use support::{harness, reading_harness, step_until, use_model};
+use tessera::gui::{Source, TesseraApp};
+use tessera_core::lungrads::{Category, Suggestion};
+use tessera_core::phantom::{self, PhantomSpec};
+use tessera_core::view::{Slab, SlabMode, WindowLevel};
+use tessera_tests::runtime_available;
+
+fn press(h: &mut Harness<'_, TesseraApp>, key: Key) {
+    support::key(h, key, Modifiers::NONE);
+    h.step();
+    h.step();
+}
+
+const SOFT_TISSUE: WindowLevel = WindowLevel {
+    center_hu: 40.0,
+    width_hu: 400.0,
+};
+
+#[test]
+fn a_study_opens_in_the_models_reading_window_and_the_files_own_is_one_key_away() {
+    let dir = tempfile::tempdir().unwrap();
+    // A series whose files suggest a soft-tissue window.
+    let mut p = phantom::generate(&PhantomSpec {
+        seed: 9,
+        size: [96, 96, 32],
+        spacing_mm: [2.5, 2.5, 5.0],
+        nodules: 2,
+        noise_hu: 18.0,
+        masses: 0,
+    })
+    .unwrap();
+    p.volume.info.window_hu = Some((40.0, 400.0));
+    let study = dir.path().join("study");
+    phantom::write_series(&p, &study).unwrap();
+    let mut h = harness(Source::Path(study));
+    step_until(&mut h, "the study", |app| app.study.is_some());
+    h.step();
+    let window = |h: &Harness<'_, TesseraApp>| h.state().study.as_ref().unwrap().window;
+    // The shipped detector reads its findings in a lung window.
+    assert_eq!(window(&h), WindowLevel::LUNG);
+    press(&mut h, Key::Num5);
+    assert_eq!(window(&h), SOFT_TISSUE, "5: the file's own");
+    press(&mut h, Key::Num0);
+    assert_eq!(window(&h), WindowLevel::LUNG, "0: back to the model's");
+    // A model without a reading window leaves the reader's window; reset gives the file's.
+    press(&mut h, Key::Num3);
+    use_model(&mut h, "tessera-test-tiny");
+    h.step();
+    assert_eq!(window(&h), WindowLevel::BONE);
+    press(&mut h, Key::Num0);
+    assert_eq!(window(&h), SOFT_TISSUE);
+}
+
+#[test]
+fn slab_keys_step_thickness_and_projection_and_c_h_hide_the_overlays() {
+    let mut h = harness(Source::Demo);
+    step_until(&mut h, "the demo study", |app| app.study.is_some());
+    let slab = |h: &Harness<'_, TesseraApp>| h.state().study.as_ref().unwrap().slab;
+    assert_eq!(slab(&h), None);
+    press(&mut h, Key::S);
+    assert_eq!(
+        slab(&h),
+        Some(Slab {
+            thickness_mm: 5.0,
+            mode: SlabMode::Mip
+        })
+    );
+    press(&mut h, Key::S);
+    press(&mut h, Key::M);
+    assert_eq!(
+        slab(&h),
+        Some(Slab {
+            thickness_mm: 10.0,
+            mode: SlabMode::MinIp
+        })
+    );
+    press(&mut h, Key::S);
+    press(&mut h, Key::S);
+    assert_eq!(slab(&h), None, "after 20 mm: slices again");
+    let shown = |h: &Harness<'_, TesseraApp>| {
+        let s = h.state().study.as_ref().unwrap();
+        (s.show_crosshair, s.show_text)
+    };
+    assert_eq!(shown(&h), (true, true));
+    press(&mut h, Key::C);
+    press(&mut h, Key::H);
+    assert_eq!(shown(&h), (false, false));
+    assert!(
+        h.query_by_label_contains("slice 80 / 160").is_none(),
+        "the corner text is hidden"
+    );
+}
+
+#[test]
+fn each_finding_shows_its_measured_size_and_the_reader_sets_its_category() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = reading_harness(dir.path());
+    // The test model is not a chest model: give its first finding the suggestion a chest
+    // model's run carries.
+    {
+        let record = h.state_mut().run_panel.runs.last_mut().unwrap();
+        record.report.detections[0].lung_rads = Some(Suggestion {
+            category: Category::Three,
+            rule: "solid nodule >= 6 to < 8 mm at baseline: 7.0 mm".into(),
+        });
+    }
+    let record = h.state().run_panel.runs.last().unwrap();
+    let first = &record.report.detections[0];
+    assert!(first.measurements.is_some(), "every detection is measured");
+    h.step();
+    h.get_by_label("3?");
+    h.get_by_label_contains("Study Lung-RADS 3 (suggestion)");
+    press(&mut h, Key::J);
+    assert_eq!(h.state().review.selected, Some(0));
+    // The category's chooser shows the suggestion until the reader picks one.
+    let chooser = h.get_by_label("Lung-RADS category");
+    assert_eq!(
+        chooser.accesskit_node().value().as_deref(),
+        Some("3 (suggested)")
+    );
+    chooser.click();
+    h.run();
+    h.get_by_label("4B").click();
+    h.step();
+    h.step();
+    let review = h.state().review.reading.review.as_ref().unwrap();
+    assert_eq!(review.of(0).unwrap().lung_rads, Some(Category::FourB));
+    h.get_by_label_contains("Study Lung-RADS 4B");
+    // Rejected, it no longer sets the study's category.
+    press(&mut h, Key::R);
+    h.get_by_label_contains("no lung nodule among the findings kept");
+}
+
+#[test]
+fn a_ten_millimetre_mip_over_the_views_matches_the_snapshot() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = support::snapshot_harness(dir.path());
+    h.get_by_label("1").click();
+    h.step();
+    h.state_mut().study.as_mut().unwrap().slab = Some(Slab {
+        thickness_mm: 10.0,
+        mode: SlabMode::Mip,
+    });
+    support::snapshot_without_timings(&mut h, "slab_mip_10mm");
+}
+
+#[test]
+fn where_no_file_dialog_can_open_a_typed_path_does_the_job() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = reading_harness(dir.path());
+    // As on a desktop without an xdg-desktop-portal service.
+    h.state_mut().file_dialogs = false;
+    h.get_by_label("File").click();
+    h.run();
+    h.get_by_label("Export detections JSON…").click();
+    h.step();
+    h.step();
+    let path = dir.path().join("typed.json");
+    let prompt = h
+        .state_mut()
+        .path_prompt
+        .as_mut()
+        .expect("a path field instead");
+    prompt.text = path.display().to_string();
+    h.step();
+    h.get_by_label("OK").click();
+    h.step();
+    h.step();
+    assert!(path.is_file(), "messages: {:?}", h.state().messages);
+    assert!(h.state().path_prompt.is_none());
+}
+
+#[test]
+fn the_gallery_shows_every_finding_and_a_click_goes_there() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = support::snapshot_harness(dir.path());
+    h.get_by_label("Gallery").click();
+    h.run();
+    let record = h.state().run_panel.runs.last().unwrap();
+    let rows = h.state().review.rows(record);
+    assert!(rows.len() >= 2, "the test needs two findings");
+    for i in &rows {
+        h.get_by_label(&format!("finding {} thumbnail", i + 1));
+    }
+    h.get_by_label(&format!("finding {} thumbnail", rows[1] + 1))
+        .click();
+    h.run();
+    assert_eq!(h.state().review.selected, Some(rows[1]));
+    // The views went there.
+    let study = h.state().study.as_ref().unwrap();
+    let b = &h.state().run_panel.runs[0].report.detections[rows[1]].box_voxel;
+    assert!((b.min[2]..b.max[2]).contains(&study.cursor[2]));
+    support::snapshot_without_timings(&mut h, "gallery");
+}
