@@ -216,3 +216,49 @@ fn the_gallery_shows_every_finding_and_a_click_goes_there() {
     assert!((b.min[2]..b.max[2]).contains(&study.cursor[2]));
     support::snapshot_without_timings(&mut h, "gallery");
 }
+
+#[test]
+fn the_reader_drags_an_axis_end_and_the_review_keeps_the_new_axes() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = reading_harness(dir.path());
+    press(&mut h, Key::J);
+    h.run();
+    let study = h.state().study.as_ref().unwrap();
+    let (finding, axes) = study
+        .axes_edit
+        .offered
+        .expect("the selected finding's axes");
+    assert_eq!(
+        (finding, study.cursor[2]),
+        (0, axes.slice),
+        "on its measured slice"
+    );
+    let window = study.window;
+    // The long axis' second end on screen, dragged 40 pixels to the right.
+    let image = study.view_images[0].unwrap();
+    let [nx, ny, _] = study.volume.geometry.size;
+    let end = axes.long_axis_ends[1];
+    let at = image.min
+        + egui::vec2(
+            (end[0] as f32 + 0.5) / nx as f32 * image.width(),
+            (end[1] as f32 + 0.5) / ny as f32 * image.height(),
+        );
+    support::drag(&mut h, at, at + egui::vec2(40.0, 0.0));
+    let review = h.state().review.reading.review.as_ref().unwrap();
+    let drawn = review
+        .of(0)
+        .and_then(|f| f.axes)
+        .expect("the reader's axes kept");
+    assert_ne!(drawn.long_axis_ends[1], end);
+    assert_eq!(drawn.long_axis_ends[0], axes.long_axis_ends[0]);
+    assert!(
+        drawn.long_axis_mm > axes.long_axis_mm,
+        "{drawn:?} from {axes:?}"
+    );
+    // The drag moved the axis, not the window.
+    assert_eq!(h.state().study.as_ref().unwrap().window, window);
+    h.get_by_label(&format!("{:.1} (r)", drawn.mean_diameter_mm()));
+}

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{Measurements, NoduleType};
+use crate::measure::{AxialAxes, Measurements, NoduleType};
 
 /// The rules' version, written beside every suggestion.
 pub const VERSION: &str = "ACR Lung-RADS v2022, baseline";
@@ -119,6 +119,15 @@ pub fn nodule(nodule_type: Option<NoduleType>, mean_mm: f64, solid_mm: Option<f6
 /// The suggestion for a finding's measurements.
 pub fn of(m: &Measurements) -> Suggestion {
     nodule(m.nodule_type, m.mean_diameter_mm, m.solid_mean_diameter_mm)
+}
+
+/// The suggestion for a finding's measurements with the axes a reader drew instead.
+pub fn with_axes(m: &Measurements, axes: &AxialAxes) -> Suggestion {
+    nodule(
+        m.nodule_type,
+        axes.mean_diameter_mm(),
+        m.solid_mean_diameter_mm,
+    )
 }
 
 /// The study's suggestion: its most suspicious nodule's (`nodules`: each finding's

@@ -38,6 +38,7 @@ fn review(report: &DetectionReport) -> Review {
     review.decide(1, Some(Decision::Rejected), "20261204120100");
     review.findings[1].note = "vessel crossing".into();
     review.findings[0].lung_rads = Some(Category::FourA);
+    review.findings[0].axes = Some(reader_axes());
     review.added.push(AddedFinding {
         center_lps_mm: [10.0, -20.0, 30.0],
         size_mm: [12.0, 11.0, 10.0],
@@ -47,6 +48,16 @@ fn review(report: &DetectionReport) -> Review {
         lung_rads: Some(Category::Three),
     });
     review
+}
+
+/// Axes a reader drew over the first detection's.
+fn reader_axes() -> AxialAxes {
+    AxialAxes::from_ends(
+        2,
+        [[1.0, 1.0], [11.0, 1.0]],
+        [[6.0, -2.0], [6.0, 4.0]],
+        [0.8, 0.8],
+    )
 }
 
 /// What the viewer measures for a drawn finding: every item TID 1411 gets from Tessera.
@@ -126,9 +137,14 @@ fn findings_and_decisions_survive_the_round_trip() {
             .as_ref()
             .expect("every detection is measured");
         let read = &found.measured;
-        assert_eq!(read.mean_diameter_mm, Some(detection.mean_diameter_mm()));
-        assert_eq!(read.long_axis_mm, Some(m.axes.long_axis_mm));
-        assert_eq!(read.short_axis_mm, Some(m.axes.short_axis_mm));
+        // The reader's axes where drawn (the first), else the measured ones.
+        let (axes, mean) = match i {
+            0 => (reader_axes(), reader_axes().mean_diameter_mm()),
+            _ => (m.axes, detection.mean_diameter_mm()),
+        };
+        assert_eq!(read.mean_diameter_mm, Some(mean));
+        assert_eq!(read.long_axis_mm, Some(axes.long_axis_mm));
+        assert_eq!(read.short_axis_mm, Some(axes.short_axis_mm));
         assert_eq!(read.volume_mm3, m.volume_mm3);
         assert_eq!(read.mean_hu, m.mean_hu);
         assert_eq!(found.nodule_type, m.nodule_type);

@@ -16,10 +16,17 @@ pub fn of_added(finding: &AddedFinding, study: &Study) -> Option<Measurements> {
     Some(measure(&study.volume.voxels, geometry, &b, None))
 }
 
-/// The table's size cell: the mean diameter, `~` when it is the box's (not segmented).
-pub fn size_text(d: &Detection) -> String {
-    match &d.measurements {
-        Some(m) if m.method != Method::Box => format!("{:.1}", m.mean_diameter_mm),
+/// The axes the reader drew for finding `index`, if any.
+pub fn reader_axes(review: Option<&Review>, index: usize) -> Option<&AxialAxes> {
+    review?.of(index)?.axes.as_ref()
+}
+
+/// The table's size cell: the mean diameter, `~` when it is the box's (not segmented), `(r)`
+/// when the reader drew the axes.
+pub fn size_text(d: &Detection, review: Option<&Review>, index: usize) -> String {
+    match (reader_axes(review, index), &d.measurements) {
+        (Some(a), _) => format!("{:.1} (r)", a.mean_diameter_mm()),
+        (None, Some(m)) if m.method != Method::Box => format!("{:.1}", m.mean_diameter_mm),
         _ => format!("~{:.1}", d.mean_diameter_mm()),
     }
 }
@@ -54,9 +61,14 @@ pub fn lung_rads(
     index: usize,
 ) -> Option<(Category, bool, String)> {
     let reader = review.and_then(|r| r.of(index)).and_then(|f| f.lung_rads);
-    match (reader, &d.lung_rads) {
+    // The suggestion follows the reader's axes, when drawn.
+    let suggestion = match (reader_axes(review, index), &d.measurements, &d.lung_rads) {
+        (Some(axes), Some(m), Some(_)) => Some(lungrads::with_axes(m, axes)),
+        _ => d.lung_rads.clone(),
+    };
+    match (reader, suggestion) {
         (Some(c), _) => Some((c, false, "set by the reader".into())),
-        (None, Some(s)) => Some((s.category, true, s.rule.clone())),
+        (None, Some(s)) => Some((s.category, true, s.rule)),
         (None, None) => None,
     }
 }

@@ -4,6 +4,7 @@
 //! that report through channels ([`study::LoadJob`], [`run::RunJob`]). Everything the viewer
 //! computes comes from `tessera_core` (slices, plans, the pipeline, parity, reports).
 
+mod axes_edit;
 pub mod batch;
 mod colors;
 mod corner_text;
@@ -589,6 +590,7 @@ impl TesseraApp {
         let mut overlay = run::Overlay::new(&self.run_panel, &self.review);
         overlay.imported = self.imported.as_ref();
         slice_view::layout_ui(ui, study, &overlay);
+        let corrected = study.axes_edit.corrected.take();
         if let Some(drawn) = study.tools.drawn.take() {
             let mut finding = tools::added_finding(
                 &drawn,
@@ -599,6 +601,18 @@ impl TesseraApp {
             finding.measurements = measures::of_added(&finding, study);
             match self.review.reading.add(finding) {
                 Ok(()) => self.info("added a finding (it goes into the SR as the reader's own)"),
+                Err(e) => self.error(e),
+            }
+        }
+        if let Some((i, axes)) = corrected {
+            match self.review.reading.set_axes(i, axes) {
+                Ok(()) => self.info(format!(
+                    "finding {}: your axes kept in the review ({:.1} x {:.1} mm, mean {:.1} mm)",
+                    i + 1,
+                    axes.long_axis_mm,
+                    axes.short_axis_mm,
+                    axes.mean_diameter_mm()
+                )),
                 Err(e) => self.error(e),
             }
         }

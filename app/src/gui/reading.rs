@@ -252,33 +252,46 @@ impl Reading {
         index: usize,
         category: Option<tessera_core::lungrads::Category>,
     ) -> Result<(), String> {
-        let Some(review) = &mut self.review else {
-            return Ok(());
-        };
-        let decision = review.of(index).and_then(|f| f.decision);
-        review.decide(index, decision, &tessera_core::sr::now_dt());
-        if let Some(f) = review.findings.iter_mut().find(|f| f.index == index) {
-            f.lung_rads = category;
-        }
-        self.save()
+        self.edit(index, |f| f.lung_rads = category)
+    }
+
+    /// Keeps the reader's axes for finding `index`, and saves the review.
+    pub fn set_axes(
+        &mut self,
+        index: usize,
+        axes: tessera_core::measure::AxialAxes,
+    ) -> Result<(), String> {
+        self.edit(index, |f| f.axes = Some(axes))
     }
 
     fn set_note(&mut self, index: usize) -> Result<(), String> {
+        let unchanged = self
+            .review
+            .as_ref()
+            .and_then(|r| r.of(index))
+            .map_or("", |f| &f.note)
+            == self.note;
+        if unchanged {
+            return Ok(());
+        }
+        let note = self.note.clone();
+        self.edit(index, |f| f.note = note)
+    }
+
+    /// Changes the reader's record of finding `index` (made, undecided, when there is none),
+    /// stamped now, and saves the review.
+    fn edit(
+        &mut self,
+        index: usize,
+        change: impl FnOnce(&mut tessera_core::review::FindingReview),
+    ) -> Result<(), String> {
         let Some(review) = &mut self.review else {
             return Ok(());
         };
-        if review
-            .of(index)
-            .map(|f| f.note.as_str())
-            .unwrap_or_default()
-            == self.note
-        {
-            return Ok(());
-        }
         let decision = review.of(index).and_then(|f| f.decision);
         review.decide(index, decision, &tessera_core::sr::now_dt());
         if let Some(f) = review.findings.iter_mut().find(|f| f.index == index) {
-            f.note.clone_from(&self.note);
+            change(f);
         }
         self.save()
     }

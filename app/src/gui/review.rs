@@ -352,7 +352,9 @@ impl Review {
                     if let Some(detector) = d.detector_score {
                         score.on_hover_text(format!("rescored; the detector alone: {detector:.3}"));
                     }
-                    ui.label(measures::size_text(d)).on_hover_text(measures::size_hover(d));
+                    let review = self.reading.review.as_ref();
+                    ui.label(measures::size_text(d, review, i))
+                        .on_hover_text(measures::size_hover(d));
                     ui.label(format!(
                         "{:.1}, {:.1}, {:.1}",
                         d.center_lps_mm[0], d.center_lps_mm[1], d.center_lps_mm[2]

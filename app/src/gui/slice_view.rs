@@ -112,10 +112,20 @@ fn view_ui(ui: &mut Ui, study: &mut Study, plane: Plane, rect: Rect, overlay: &O
     let uv = Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0));
     painter.image(texture, image, uv, Color32::WHITE);
     let map = Mapping { plane, image, size };
+    study.view_images[k] = Some(image);
 
+    if plane == Plane::Axial {
+        study.axes_edit.offer(selected_axes(overlay));
+    }
     interact(ui, study, plane, &response, &map);
     draw_filled_slices(&painter, study, &map, index);
     draw_overlay(&painter, study, &map, overlay, index);
+    if plane == Plane::Axial
+        && let Some(axes) = study.axes_edit.dragging()
+    {
+        let screen = |x, y| map.screen(x, y);
+        super::measures::draw_axes(&painter, axes, index, colors::TOOL, &screen);
+    }
     tools::draw(
         &painter,
         &study.tools,
@@ -220,16 +230,18 @@ fn interact(ui: &Ui, study: &mut Study, plane: Plane, response: &egui::Response,
     } else {
         response.interact_pointer_pos()
     };
-    let tool_took = match (phase, at) {
-        (Some(phase), Some(p)) if !shift => {
-            let (column, row) = map.voxel(p);
-            let mut edge = study.cursor.map(|v| v as f64 + 0.5);
-            edge[c] = column;
-            edge[r] = row;
-            study.tools.drag(plane, edge, phase)
-        }
-        _ => false,
-    };
+    let axes_took = plane == Plane::Axial && !shift && drag_axes(study, map, phase, at);
+    let tool_took = axes_took
+        || match (phase, at) {
+            (Some(phase), Some(p)) if !shift => {
+                let (column, row) = map.voxel(p);
+                let mut edge = study.cursor.map(|v| v as f64 + 0.5);
+                edge[c] = column;
+                edge[r] = row;
+                study.tools.drag(plane, edge, phase)
+            }
+            _ => false,
+        };
     if response.dragged_by(primary) && !tool_took {
         if shift {
             if let Some(p) = response.interact_pointer_pos() {
@@ -523,20 +535,58 @@ fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>
     }
 }
 
-/// A detection's axes as the reader drew them, or as measured (not a box's sides).
+/// The selected finding's axes (the reader's, else as measured), to drag.
+fn selected_axes(overlay: &Overlay<'_>) -> Option<(usize, tessera_core::measure::AxialAxes)> {
+    let (record, review) = overlay.record.zip(overlay.review)?;
+    let i = review.selected?;
+    let d = record.report.detections.get(i)?;
+    let reader = super::measures::reader_axes(review.reading.review.as_ref(), i);
+    let axes = reader.or(d.measurements.as_ref().map(|m| &m.axes))?;
+    Some((i, *axes))
+}
+
+/// A primary drag on the axial view that took (or moves, or drops) one of the selected
+/// finding's axis ends.
+fn drag_axes(study: &mut Study, map: &Mapping, phase: Option<Phase>, at: Option<Pos2>) -> bool {
+    let (Some(phase), Some(p)) = (phase, at) else {
+        return false;
+    };
+    let (column, row) = map.voxel(p);
+    let xy = [column - 0.5, row - 0.5];
+    let edit = &mut study.axes_edit;
+    match phase {
+        Phase::Start => {
+            let (w, h) = map.pixels();
+            let px_per_voxel = [map.image.width() / w, map.image.height() / h];
+            edit.press(study.cursor[2], xy, px_per_voxel)
+        }
+        Phase::Move if edit.end.is_some() => {
+            edit.moved(xy);
+            true
+        }
+        Phase::End if edit.end.is_some() => {
+            let g = &study.volume.geometry;
+            edit.released(xy, [g.spacing_mm[0], g.spacing_mm[1]]);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A detection's axes as the reader drew them, or as measured (a box's sides only when it is
+/// selected).
 fn drawn_axes<'a>(
     review: Option<&'a super::review::Review>,
     record: &'a super::run::RunRecord,
     i: usize,
 ) -> Option<&'a tessera_core::measure::AxialAxes> {
-    let reader = review
-        .and_then(|r| r.reading.review.as_ref())
-        .and_then(|r| r.of(i))
-        .and_then(|f| f.axes.as_ref());
+    let reader = super::measures::reader_axes(review.and_then(|r| r.reading.review.as_ref()), i);
+    // A box's sides only for the selected finding: the reader may draw its axes from them.
+    let selected = review.is_some_and(|r| r.selected == Some(i));
     let measured = record.report.detections[i]
         .measurements
         .as_ref()
-        .filter(|m| m.method != tessera_core::measure::Method::Box)
+        .filter(|m| selected || m.method != tessera_core::measure::Method::Box)
         .map(|m| &m.axes);
     reader.or(measured)
 }

@@ -266,6 +266,10 @@ pub struct Study {
     pub(super) wheel_carried: f32,
     /// The ruler and "add finding" tools.
     pub tools: super::tools::ToolState,
+    /// The selected finding's axes as handles, and the reader's correction of them.
+    pub axes_edit: super::axes_edit::AxesEdit,
+    /// Where each view's image was drawn last frame (axial, coronal, sagittal).
+    pub view_images: [Option<egui::Rect>; 3],
     /// Every view drawn as a thick slab (MIP, MinIP or average), or as slices.
     pub slab: Option<Slab>,
     pub show_crosshair: bool,
@@ -308,6 +312,8 @@ impl Study {
             hovered: None,
             wheel_carried: 0.0,
             tools: super::tools::ToolState::default(),
+            axes_edit: super::axes_edit::AxesEdit::default(),
+            view_images: [None; 3],
             slab: None,
             show_crosshair: true,
             show_text: true,

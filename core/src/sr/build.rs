@@ -21,7 +21,7 @@ struct Finding<'a> {
     /// The reader's own axes, over the measured ones.
     reader_axes: Option<&'a AxialAxes>,
     /// The reader's category, or the suggestion and its rule.
-    lung_rads: Option<(Category, Option<&'a str>)>,
+    lung_rads: Option<(Category, Option<String>)>,
     /// The detector's score (absent for a finding the reader drew).
     score: Option<f32>,
     decision: Option<Decision>,
@@ -86,10 +86,12 @@ fn findings<'a>(
     let detected = report.detections.iter().enumerate().map(|(i, d)| {
         let reviewed = review.and_then(|r| r.of(i));
         let reader_axes = reviewed.and_then(|f| f.axes.as_ref());
-        let suggested = d
-            .lung_rads
-            .as_ref()
-            .map(|s| (s.category, Some(s.rule.as_str())));
+        // The suggestion follows the reader's axes, when drawn.
+        let suggestion = match (reader_axes, &d.measurements, &d.lung_rads) {
+            (Some(axes), Some(m), Some(_)) => Some(lungrads::with_axes(m, axes)),
+            _ => d.lung_rads.clone(),
+        };
+        let suggested = suggestion.map(|s| (s.category, Some(s.rule)));
         Finding {
             tracking_id: format!("Tessera detection {}", i + 1),
             center_lps_mm: d.center_lps_mm,
@@ -265,7 +267,11 @@ fn study_lung_rads(findings: &[Finding<'_>]) -> Option<Item> {
     let categories: Vec<(String, Category)> = findings
         .iter()
         .filter(|f| f.decision != Some(Decision::Rejected))
-        .filter_map(|f| f.lung_rads.map(|(c, _)| (f.tracking_id.clone(), c)))
+        .filter_map(|f| {
+            f.lung_rads
+                .as_ref()
+                .map(|(c, _)| (f.tracking_id.clone(), *c))
+        })
         .collect();
     if findings.iter().all(|f| f.lung_rads.is_none()) {
         return None;
@@ -317,7 +323,7 @@ fn measurement_items(finding: &Finding<'_>) -> Vec<Item> {
             Value::Code(c::nodule_type_value(kind.label())),
         ));
     }
-    if let Some((category, rule)) = finding.lung_rads {
+    if let Some((category, rule)) = &finding.lung_rads {
         let value = Value::Code(c::lung_rads_value(category.label()));
         let mut item = contains(c::lung_rads(rule.is_some()), value);
         if let Some(rule) = rule {
