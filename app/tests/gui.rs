@@ -556,6 +556,9 @@ fn the_reader_measures_with_a_ruler_and_adds_a_missed_finding() {
     let added = &h.state().review.reading.review.as_ref().unwrap().added;
     assert_eq!(added.len(), 1, "{:?}", h.state().messages);
     assert!(added[0].size_mm.iter().all(|s| *s > 0.0), "{:?}", added[0]);
+    // It is a row of the table: selected, it can be removed.
+    h.get_by_label("R1").click();
+    h.run();
     h.get_by_label_contains("Reader finding 1:");
     h.get_by_label("Remove").click();
     h.step();

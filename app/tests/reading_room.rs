@@ -14,6 +14,8 @@ use support::{harness, reading_harness, step_until, use_model};
 use tessera::gui::{Source, TesseraApp};
 use tessera_core::lungrads::{Category, Suggestion};
 use tessera_core::phantom::{self, PhantomSpec};
+use tessera_core::review::Decision;
+use tessera_core::sr::Selection;
 use tessera_core::view::{Slab, SlabMode, WindowLevel};
 use tessera_tests::runtime_available;
 
@@ -261,4 +263,75 @@ fn the_reader_drags_an_axis_end_and_the_review_keeps_the_new_axes() {
     // The drag moved the axis, not the window.
     assert_eq!(h.state().study.as_ref().unwrap().window, window);
     h.get_by_label(&format!("{:.1} (r)", drawn.mean_diameter_mm()));
+}
+
+#[test]
+fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = reading_harness(dir.path());
+    let record = h.state().run_panel.runs.last().unwrap();
+    let detections = h.state().review.rows(record).len();
+    h.get_by_label("add finding").click();
+    h.step();
+    support::drag(&mut h, egui::pos2(180.0, 180.0), egui::pos2(240.0, 220.0));
+    let added = |h: &Harness<'_, TesseraApp>| {
+        h.state()
+            .review
+            .reading
+            .review
+            .as_ref()
+            .unwrap()
+            .added
+            .clone()
+    };
+    assert_eq!(added(&h).len(), 1, "{:?}", h.state().messages);
+    let m = added(&h)[0]
+        .measurements
+        .clone()
+        .expect("a drawn finding is measured");
+    // Its one size in the table (the SR's too), `~` when it is the box's.
+    let mark = if m.method == tessera_core::measure::Method::Box {
+        "~"
+    } else {
+        ""
+    };
+    h.get_by_label(&format!("{mark}{:.1}", m.mean_diameter_mm));
+    assert_eq!(
+        added(&h)[0].decision,
+        Some(Decision::Accepted),
+        "drawing it accepts it"
+    );
+    h.get_by_label("R1");
+    // J past the detector's findings reaches the reader's.
+    for _ in 0..=detections {
+        press(&mut h, Key::J);
+    }
+    assert_eq!(
+        (h.state().review.selected, h.state().review.selected_added),
+        (None, Some(0))
+    );
+    h.get_by_label_contains("Reader finding 1:");
+    press(&mut h, Key::R);
+    assert_eq!(added(&h)[0].decision, Some(Decision::Rejected));
+    // K goes back to the last detection.
+    press(&mut h, Key::K);
+    assert_eq!(
+        h.state().review.selected,
+        Some(
+            h.state()
+                .review
+                .rows(h.state().run_panel.runs.last().unwrap())[detections - 1]
+        )
+    );
+    // The SR says what the reader decided.
+    let path = dir.path().join("sr.dcm");
+    h.state().export_sr(Selection::All, &path).unwrap();
+    let read = tessera_core::dicom::sr::read_sr(&path).unwrap();
+    let findings = tessera_core::sr::findings(&read, &path).unwrap();
+    let drawn = findings.last().unwrap();
+    assert_eq!(drawn.tracking_id, "Reader finding 1");
+    assert_eq!(drawn.decision, Some(Decision::Rejected));
 }

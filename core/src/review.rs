@@ -64,6 +64,17 @@ pub struct AddedFinding {
     /// The reader's Lung-RADS category for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lung_rads: Option<crate::lungrads::Category>,
+    /// The reader's call on it once drawn; absent (files from before it was kept): accepted,
+    /// since drawing it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+}
+
+impl AddedFinding {
+    /// The reader's call on it: drawing one accepts it until the reader decides otherwise.
+    pub fn decision(&self) -> Decision {
+        self.decision.unwrap_or(Decision::Accepted)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -46,6 +46,7 @@ fn review(report: &DetectionReport) -> Review {
         added_at: "20261204120200".into(),
         measurements: Some(drawn_measurements()),
         lung_rads: Some(Category::Three),
+        decision: None,
     });
     review
 }

@@ -53,6 +53,35 @@ pub fn size_hover(d: &Detection) -> String {
     lines.join("\n")
 }
 
+/// A reader's finding's size cell and its hover text.
+pub fn added_size(a: &AddedFinding) -> (String, String) {
+    match &a.measurements {
+        Some(m) => (
+            match m.method {
+                Method::Box => format!("~{:.1}", m.mean_diameter_mm),
+                _ => format!("{:.1}", m.mean_diameter_mm),
+            },
+            format!(
+                "long axis {:.1} mm, short axis {:.1} mm\n{}",
+                m.axes.long_axis_mm, m.axes.short_axis_mm, m.how
+            ),
+        ),
+        None => (
+            format!(
+                "~{:.1}",
+                tessera_core::measure::box_mean_diameter_mm(a.size_mm)
+            ),
+            "the mean of the drawn box's axial sides".into(),
+        ),
+    }
+}
+
+/// A reader's finding's Lung-RADS cell: the reader's category (Tessera suggests categories
+/// for its chest models' findings only, which a drawn finding is not).
+pub fn added_lung_rads(a: &AddedFinding) -> Option<String> {
+    a.lung_rads.map(|c| lung_rads_text(c, false))
+}
+
 /// The finding's category: the reader's, else the suggestion; with whether it is suggested
 /// and the rule that gave it.
 pub fn lung_rads(

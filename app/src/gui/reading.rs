@@ -8,6 +8,7 @@ use tessera_core::report::DetectionReport;
 use tessera_core::review::{AddedFinding, Decision, Review, run_id};
 
 use super::keys::Press;
+use super::review::Row;
 use crate::common::settings::{Places, Settings};
 
 /// The decisions on the last run, and the note being typed.
@@ -18,7 +19,7 @@ pub struct Reading {
     pub places: Places,
     /// The note field's text for the selected finding (saved when it loses focus).
     note: String,
-    note_for: Option<usize>,
+    note_for: Option<Row>,
     /// The reader was told once that no name is set.
     told_unnamed: bool,
 }
@@ -117,38 +118,6 @@ impl Reading {
         self.save()
     }
 
-    /// The findings the reader added, each with Remove.
-    fn added_ui(&mut self, ui: &mut Ui) -> Option<String> {
-        let review = self.review.as_mut()?;
-        let mut remove = None;
-        for (i, a) in review.added.iter().enumerate() {
-            ui.horizontal(|ui| {
-                let [x, y, z] = a.center_lps_mm;
-                ui.colored_label(
-                    super::colors::ADDED,
-                    format!(
-                        "Reader finding {}: ({x:.1}, {y:.1}, {z:.1}) mm, Ø {:.1} mm{}",
-                        i + 1,
-                        a.measurements.as_ref().map_or_else(
-                            || tessera_core::measure::box_mean_diameter_mm(a.size_mm),
-                            |m| m.mean_diameter_mm
-                        ),
-                        a.measurements
-                            .as_ref()
-                            .and_then(|m| m.nodule_type)
-                            .map_or(String::new(), |t| format!(", {}", t.label())),
-                    ),
-                );
-                if ui.small_button("Remove").clicked() {
-                    remove = Some(i);
-                }
-            });
-        }
-        let i = remove?;
-        review.added.remove(i);
-        self.save().err()
-    }
-
     /// The decision on finding `index`, if any.
     pub fn decision(&self, index: usize) -> Option<Decision> {
         self.review.as_ref()?.of(index)?.decision
@@ -174,7 +143,7 @@ impl Reading {
     pub fn ui(
         &mut self,
         ui: &mut Ui,
-        selected: Option<usize>,
+        selected: Option<Row>,
         count: usize,
     ) -> (Option<Step>, Option<String>) {
         let mut step = None;
@@ -208,41 +177,76 @@ impl Reading {
                 of(Decision::Unsure),
             ));
         }
-        if let Some(e) = self.added_ui(ui) {
-            problem = Some(e);
-        }
-        let Some(index) = selected else {
+        let Some(row) = selected else {
             return (None, problem);
         };
+        let mut remove = None;
         ui.horizontal(|ui| {
-            ui.label(format!("Finding {}:", index + 1));
+            ui.label(match row {
+                Row::Detection(i) => format!("Finding {}:", i + 1),
+                Row::Added(k) => format!("Reader finding {}:", k + 1),
+            });
             for (decision, label) in [
                 (Decision::Accepted, "Accept (A)"),
                 (Decision::Rejected, "Reject (R)"),
                 (Decision::Unsure, "Unsure (U)"),
             ] {
-                let current = self.decision(index) == Some(decision);
+                let current = self.decision_of(row) == Some(decision);
                 if ui.selectable_label(current, label).clicked() {
                     step = Some(Step::Decide(decision));
                 }
             }
+            if let Row::Added(k) = row
+                && ui.button("Remove").clicked()
+            {
+                remove = Some(k);
+            }
         });
-        if self.note_for != Some(index) {
-            self.note_for = Some(index);
-            self.note = self
-                .review
-                .as_ref()
-                .and_then(|r| r.of(index))
-                .map(|f| f.note.clone())
-                .unwrap_or_default();
+        if let Some(k) = remove {
+            if let Some(review) = self.review.as_mut().filter(|r| k < r.added.len()) {
+                review.added.remove(k);
+            }
+            self.note_for = None;
+            return (None, self.save().err().or(problem));
+        }
+        if self.note_for != Some(row) {
+            self.note_for = Some(row);
+            self.note = self.note_of(row).to_string();
         }
         let note = ui.add(egui::TextEdit::singleline(&mut self.note).hint_text("Note"));
         if note.lost_focus()
-            && let Err(e) = self.set_note(index)
+            && let Err(e) = self.set_note(row)
         {
             problem = Some(e);
         }
         (step, problem)
+    }
+
+    /// The decision on a row: a detection's, or a reader's finding's (accepted when drawn).
+    pub fn decision_of(&self, row: Row) -> Option<Decision> {
+        match row {
+            Row::Detection(i) => self.decision(i),
+            Row::Added(k) => Some(self.review.as_ref()?.added.get(k)?.decision()),
+        }
+    }
+
+    fn note_of(&self, row: Row) -> &str {
+        let Some(review) = &self.review else {
+            return "";
+        };
+        match row {
+            Row::Detection(i) => review.of(i).map_or("", |f| &f.note),
+            Row::Added(k) => review.added.get(k).map_or("", |a| &a.note),
+        }
+    }
+
+    /// Records `decision` on the reader's finding `k` and saves the review.
+    pub fn decide_added(&mut self, k: usize, decision: Decision) -> Result<(), String> {
+        let Some(added) = self.review.as_mut().and_then(|r| r.added.get_mut(k)) else {
+            return Ok(());
+        };
+        added.decision = Some(decision);
+        self.save()
     }
 
     /// Sets (or, with `None`, clears back to the suggestion) the reader's Lung-RADS category
@@ -264,18 +268,20 @@ impl Reading {
         self.edit(index, |f| f.axes = Some(axes))
     }
 
-    fn set_note(&mut self, index: usize) -> Result<(), String> {
-        let unchanged = self
-            .review
-            .as_ref()
-            .and_then(|r| r.of(index))
-            .map_or("", |f| &f.note)
-            == self.note;
-        if unchanged {
+    fn set_note(&mut self, row: Row) -> Result<(), String> {
+        if self.note_of(row) == self.note {
             return Ok(());
         }
         let note = self.note.clone();
-        self.edit(index, |f| f.note = note)
+        match row {
+            Row::Detection(i) => self.edit(i, |f| f.note = note),
+            Row::Added(k) => {
+                if let Some(added) = self.review.as_mut().and_then(|r| r.added.get_mut(k)) {
+                    added.note = note;
+                }
+                self.save()
+            }
+        }
     }
 
     /// Changes the reader's record of finding `index` (made, undecided, when there is none),

@@ -22,6 +22,13 @@ pub enum SortBy {
     Z,
 }
 
+/// A row of the table: a detection of the run, or a finding the reader added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Row {
+    Detection(usize),
+    Added(usize),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportKind {
     Json,
@@ -33,6 +40,8 @@ pub enum ExportKind {
 pub struct Review {
     pub threshold: f32,
     pub selected: Option<usize>,
+    /// A finding the reader added, selected instead of a detection.
+    pub selected_added: Option<usize>,
     pub sort: SortBy,
     pub show_seams: bool,
     pub show_weights: bool,
@@ -54,6 +63,7 @@ impl Default for Review {
         Self {
             threshold: 0.0,
             selected: None,
+            selected_added: None,
             sort: SortBy::Score,
             show_seams: false,
             show_weights: false,
@@ -85,6 +95,7 @@ impl Review {
     /// A new run: its threshold, and its parity against the previous one.
     pub fn run_finished(&mut self, runs: &[RunRecord]) {
         self.selected = None;
+        self.selected_added = None;
         if let Some(last) = runs.last() {
             self.threshold = last.report.config.score_threshold;
             if let Some(notice) = self.reading.run_finished(&last.report) {
@@ -130,6 +141,7 @@ impl Review {
     /// the slice it was measured on).
     pub fn select(&mut self, i: usize, record: &RunRecord, study: Option<&mut Study>) {
         self.selected = Some(i);
+        self.selected_added = None;
         if let (Some(d), Some(study)) = (record.report.detections.get(i), study) {
             let b = &d.box_voxel;
             let mut at: [f64; 3] =
@@ -144,17 +156,58 @@ impl Review {
         }
     }
 
-    /// Moves through the findings in table order, or decides the selected one.
+    /// Selects the reader's finding `k` and moves the crosshair to it (axially, to the slice
+    /// it was measured on).
+    pub fn select_added(&mut self, k: usize, study: Option<&mut Study>) {
+        self.selected = None;
+        self.selected_added = Some(k);
+        let added = self.reading.review.as_ref().and_then(|r| r.added.get(k));
+        if let (Some(a), Some(study)) = (added, study) {
+            let geometry = &study.volume.geometry;
+            if let Some(mut at) = geometry
+                .world_from_voxel
+                .inverse()
+                .map(|m| m.apply(a.center_lps_mm))
+            {
+                if let Some(m) = &a.measurements {
+                    at[2] = m.axes.slice as f64;
+                }
+                study.set_cursor(at);
+            }
+        }
+    }
+
+    /// The table's rows in order: the detections at the threshold, then the reader's own.
+    fn table_rows(&self, record: &RunRecord) -> Vec<Row> {
+        let added = self.reading.review.as_ref().map_or(0, |r| r.added.len());
+        self.rows(record)
+            .into_iter()
+            .map(Row::Detection)
+            .chain((0..added).map(Row::Added))
+            .collect()
+    }
+
+    fn current(&self) -> Option<Row> {
+        self.selected
+            .map(Row::Detection)
+            .or(self.selected_added.map(Row::Added))
+    }
+
+    /// Moves through the findings in table order (the reader's after the detector's), or
+    /// decides the selected one.
     pub fn apply(&mut self, step: Step, record: &RunRecord, study: Option<&mut Study>) {
-        let rows = self.rows(record);
+        let rows = self.table_rows(record);
         let at = self
-            .selected
-            .and_then(|s| rows.iter().position(|&r| r == s));
+            .current()
+            .and_then(|s| rows.iter().position(|r| *r == s));
         let target = match (step, at) {
             (Step::Decide(decision), _) => {
-                if let Some(index) = self.selected
-                    && let Err(e) = self.reading.decide(index, decision)
-                {
+                let decided = match self.current() {
+                    Some(Row::Detection(i)) => self.reading.decide(i, decision),
+                    Some(Row::Added(k)) => self.reading.decide_added(k, decision),
+                    None => Ok(()),
+                };
+                if let Err(e) = decided {
                     self.notices.push((true, e));
                 }
                 return;
@@ -163,8 +216,10 @@ impl Review {
             (Step::Previous, Some(at)) => rows.get(at.saturating_sub(1)),
             (Step::Next | Step::Previous, None) => rows.first(),
         };
-        if let Some(&i) = target {
-            self.select(i, record, study);
+        match target {
+            Some(Row::Detection(i)) => self.select(*i, record, study),
+            Some(Row::Added(k)) => self.select_added(*k, study),
+            None => {}
         }
     }
 
@@ -231,8 +286,12 @@ impl Review {
         let rows = self.rows(record);
         let (step, problem) = self
             .reading
-            .ui(ui, self.selected, record.report.detections.len());
+            .ui(ui, self.current(), record.report.detections.len());
         self.notices.extend(problem.map(|p| (true, p)));
+        let added = self.reading.review.as_ref().map_or(0, |r| r.added.len());
+        if self.selected_added.is_some_and(|k| k >= added) {
+            self.selected_added = None; // removed
+        }
         if let Some(step) = step {
             self.apply(step, record, study.as_deref_mut());
         }
@@ -375,7 +434,42 @@ impl Review {
                     ui.colored_label(color, text);
                     ui.end_row();
                 }
+                self.added_rows_ui(ui, study);
             });
+    }
+
+    /// The reader's own findings, after the detector's: `R1`, `R2`... with their size, type,
+    /// category and decision; a click selects one.
+    fn added_rows_ui(&mut self, ui: &mut Ui, study: Option<&mut Study>) {
+        let Some(review) = &self.reading.review else {
+            return;
+        };
+        let mut clicked = None;
+        for (k, a) in review.added.iter().enumerate() {
+            let selected = self.selected_added == Some(k);
+            if ui
+                .selectable_label(selected, format!("R{}", k + 1))
+                .on_hover_text("A finding the reader drew")
+                .clicked()
+            {
+                clicked = Some(k);
+            }
+            ui.colored_label(super::colors::ADDED, "reader");
+            let (size, hover) = measures::added_size(a);
+            ui.label(size).on_hover_text(hover);
+            let [x, y, z] = a.center_lps_mm;
+            ui.label(format!("{x:.1}, {y:.1}, {z:.1}"));
+            let kind = a.measurements.as_ref().and_then(|m| m.nodule_type);
+            ui.label(kind.map_or("", |k| k.label()));
+            ui.label(measures::added_lung_rads(a).unwrap_or_default());
+            ui.label("");
+            let (text, color) = decision_label(Some(a.decision()));
+            ui.colored_label(color, text);
+            ui.end_row();
+        }
+        if let Some(k) = clicked {
+            self.select_added(k, study);
+        }
     }
 }
 

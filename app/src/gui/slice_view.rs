@@ -420,13 +420,13 @@ fn draw_added(
             continue;
         };
         let rect = image_rect(map, b);
-        labelled_box(
-            painter,
-            rect,
-            (1.5, colors::ADDED),
-            &format!("reader {}", i + 1),
-            true,
-        );
+        let selected = overlay.review.is_some_and(|r| r.selected_added == Some(i));
+        let style = if selected {
+            (2.5, colors::SELECTED)
+        } else {
+            (1.5, colors::ADDED)
+        };
+        labelled_box(painter, rect, style, &format!("R{}", i + 1), true);
     }
 }
 

@@ -111,6 +111,7 @@ pub fn added_finding(stroke: &Stroke3, geometry: &Geometry, note: &str, now: &st
         added_at: now.into(),
         measurements: None,
         lung_rads: None,
+        decision: Some(tessera_core::review::Decision::Accepted),
     }
 }
 

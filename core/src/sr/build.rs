@@ -122,8 +122,8 @@ fn findings<'a>(
             reader_axes: None,
             lung_rads: a.lung_rads.map(|c| (c, None)),
             score: None,
-            // The reader drew it: that is an acceptance.
-            decision: Some(Decision::Accepted),
+            // Drawing it accepted it, until the reader decided otherwise.
+            decision: Some(a.decision()),
             note: a.note.as_str(),
         })
     });
