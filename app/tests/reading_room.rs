@@ -314,6 +314,14 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
         (None, Some(0))
     );
     h.get_by_label_contains("Reader finding 1:");
+    // The reader sets its category (Tessera suggests none for a drawn finding).
+    let chooser = h.get_by_label("Lung-RADS category");
+    assert_eq!(chooser.accesskit_node().value().as_deref(), Some("none"));
+    chooser.click();
+    h.run();
+    h.get_by_label("4A").click();
+    h.run();
+    assert_eq!(added(&h)[0].lung_rads, Some(Category::FourA));
     press(&mut h, Key::R);
     assert_eq!(added(&h)[0].decision, Some(Decision::Rejected));
     // K goes back to the last detection.
@@ -334,4 +342,5 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
     let drawn = findings.last().unwrap();
     assert_eq!(drawn.tracking_id, "Reader finding 1");
     assert_eq!(drawn.decision, Some(Decision::Rejected));
+    assert_eq!(drawn.lung_rads, Some((Category::FourA, false)));
 }

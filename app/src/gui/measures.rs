@@ -139,32 +139,53 @@ pub fn lung_rads_ui(
     index: usize,
 ) -> Option<Option<Category>> {
     let current = lung_rads(d, review, index)?;
+    let suggested = d.lung_rads.as_ref().map(|s| s.category);
+    category_ui(ui, ("lung-rads", index), Some(&current), suggested)
+}
+
+/// A reader's finding's category chooser (no suggestion: the reader sets it, or not).
+pub fn added_lung_rads_ui(ui: &mut Ui, a: &AddedFinding, k: usize) -> Option<Option<Category>> {
+    let current = a
+        .lung_rads
+        .map(|c| (c, false, "set by the reader".to_string()));
+    category_ui(ui, ("lung-rads-added", k), current.as_ref(), None)
+}
+
+/// The chooser: the current category (suggested or the reader's, or none), the suggestion
+/// to go back to, and every category.
+fn category_ui(
+    ui: &mut Ui,
+    id: (&str, usize),
+    current: Option<&(Category, bool, String)>,
+    suggested: Option<Category>,
+) -> Option<Option<Category>> {
     let mut choice = None;
     ui.horizontal(|ui| {
         let text = match current {
-            (c, true, _) => format!("{} (suggested)", c.label()),
-            (c, false, _) => c.label().to_string(),
+            Some((c, true, _)) => format!("{} (suggested)", c.label()),
+            Some((c, false, _)) => c.label().to_string(),
+            None => "none".to_string(),
         };
-        egui::ComboBox::new(("lung-rads", index), "Lung-RADS category")
+        let reader = current.filter(|c| !c.1).map(|c| c.0);
+        egui::ComboBox::new(id, "Lung-RADS category")
             .selected_text(text)
             .show_ui(ui, |ui| {
-                if let Some(s) = &d.lung_rads
-                    && ui
-                        .selectable_label(current.1, format!("{} (suggested)", s.category.label()))
-                        .clicked()
-                {
+                let back = match suggested {
+                    Some(s) => format!("{} (suggested)", s.label()),
+                    None => "none".to_string(),
+                };
+                if ui.selectable_label(reader.is_none(), back).clicked() {
                     choice = Some(None);
                 }
                 for c in Category::ALL {
-                    if ui
-                        .selectable_label(!current.1 && current.0 == c, c.label())
-                        .clicked()
-                    {
+                    if ui.selectable_label(reader == Some(c), c.label()).clicked() {
                         choice = Some(Some(c));
                     }
                 }
             });
-        ui.weak(&current.2).on_hover_text(lungrads::VERSION);
+        if let Some((_, _, rule)) = current {
+            ui.weak(rule).on_hover_text(lungrads::VERSION);
+        }
     });
     choice
 }

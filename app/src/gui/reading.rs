@@ -240,6 +240,19 @@ impl Reading {
         }
     }
 
+    /// Sets (or clears) the reader's category on their finding `k`, and saves the review.
+    pub fn set_added_lung_rads(
+        &mut self,
+        k: usize,
+        category: Option<tessera_core::lungrads::Category>,
+    ) -> Result<(), String> {
+        let Some(added) = self.review.as_mut().and_then(|r| r.added.get_mut(k)) else {
+            return Ok(());
+        };
+        added.lung_rads = category;
+        self.save()
+    }
+
     /// Records `decision` on the reader's finding `k` and saves the review.
     pub fn decide_added(&mut self, k: usize, decision: Decision) -> Result<(), String> {
         let Some(added) = self.review.as_mut().and_then(|r| r.added.get_mut(k)) else {

@@ -347,6 +347,14 @@ impl Review {
             self.notices.push((true, e));
         }
         let review = self.reading.review.as_ref();
+        let added = self.selected_added.zip(review);
+        if let Some((k, a)) = added.and_then(|(k, r)| Some((k, r.added.get(k)?)))
+            && let Some(choice) = measures::added_lung_rads_ui(ui, a, k)
+            && let Err(e) = self.reading.set_added_lung_rads(k, choice)
+        {
+            self.notices.push((true, e));
+        }
+        let review = self.reading.review.as_ref();
         if let Some(study) = measures::study_lung_rads(detections, rows, review) {
             ui.label(format!(
                 "Study Lung-RADS {} (suggestion): {}",
