@@ -122,6 +122,22 @@ impl Detection {
             |m| m.mean_diameter_mm,
         )
     }
+
+    /// Its size with the axes a reader drew, when drawn.
+    pub fn reader_mean_diameter_mm(&self, reader_axes: Option<&crate::measure::AxialAxes>) -> f64 {
+        reader_axes.map_or_else(|| self.mean_diameter_mm(), |a| a.mean_diameter_mm())
+    }
+
+    /// Its suggested Lung-RADS category, following the axes a reader drew, when drawn.
+    pub fn lung_rads_with(
+        &self,
+        reader_axes: Option<&crate::measure::AxialAxes>,
+    ) -> Option<crate::lungrads::Suggestion> {
+        match (reader_axes, &self.measurements, &self.lung_rads) {
+            (Some(axes), Some(m), Some(_)) => Some(crate::lungrads::with_axes(m, axes)),
+            _ => self.lung_rads.clone(),
+        }
+    }
 }
 
 /// Timings and memory of a run.

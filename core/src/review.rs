@@ -75,6 +75,14 @@ impl AddedFinding {
     pub fn decision(&self) -> Decision {
         self.decision.unwrap_or(Decision::Accepted)
     }
+
+    /// Its size: as measured, or the mean of the drawn box's axial sides.
+    pub fn mean_diameter_mm(&self) -> f64 {
+        self.measurements.as_ref().map_or_else(
+            || crate::measure::box_mean_diameter_mm(self.size_mm),
+            |m| m.mean_diameter_mm,
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,6 +172,11 @@ impl Review {
             findings: Vec::new(),
             added: Vec::new(),
         }
+    }
+
+    /// The axes the reader drew for detection `index`, if any.
+    pub fn axes_of(&self, index: usize) -> Option<&crate::measure::AxialAxes> {
+        self.of(index)?.axes.as_ref()
     }
 
     /// The review of detection `index`, if any.

@@ -23,8 +23,7 @@ pub struct StudyRecord {
     /// empty when the study failed before.
     #[serde(default)]
     pub study_path: PathBuf,
-    /// `done` or `failed`.
-    pub status: String,
+    pub status: Status,
     /// Why it failed (the command's last error line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -41,9 +40,26 @@ pub struct StudyRecord {
     pub plan: String,
 }
 
+/// How a study's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Done,
+    Failed,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Done => "done",
+            Self::Failed => "failed",
+        })
+    }
+}
+
 impl StudyRecord {
     pub fn is_done(&self) -> bool {
-        self.status == "done"
+        self.status == Status::Done
     }
 
     /// Whether `dir` holds this record's complete outputs: det.json (and the CSV), and the SR

@@ -120,7 +120,9 @@ mod tests {
             Some([24.0, 10.0])
         );
         edit.released([26.0, 10.0], [0.5, 0.5]);
-        let (finding, corrected) = edit.corrected.expect("a correction");
+        let Some((finding, corrected)) = edit.corrected else {
+            panic!("the release made a correction");
+        };
         assert_eq!(finding, 3);
         assert_eq!(
             (corrected.long_axis_mm, corrected.short_axis_mm),
@@ -136,7 +138,9 @@ mod tests {
         edit.offer(Some((0, axes())));
         assert!(edit.press(7, [15.0, 14.0], [4.0, 4.0]));
         edit.released([15.0, 30.0], [0.5, 0.5]);
-        let (_, corrected) = edit.corrected.expect("a correction");
+        let Some((_, corrected)) = edit.corrected else {
+            panic!("the release made a correction");
+        };
         assert_eq!(
             (corrected.long_axis_mm, corrected.short_axis_mm),
             (12.0, 5.0)

@@ -106,7 +106,7 @@ impl BatchResults {
                                 chosen = self.choose(&r.id);
                             }
                             ui.label(&r.id).on_hover_text(&r.study);
-                            ui.label(&r.status);
+                            ui.label(r.status.to_string());
                             ui.label(r.detections.to_string());
                             ui.label(if r.peak_memory_bytes > 0 {
                                 format_bytes(r.peak_memory_bytes)

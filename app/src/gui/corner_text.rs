@@ -5,7 +5,7 @@
 use egui::{Align2, Color32, FontId, Pos2, Rect, Stroke, pos2, vec2};
 use tessera_core::view::{Plane, orientation_letters};
 
-use super::study::{PLANES, Study};
+use super::study::{Study, plane_index};
 
 const MARGIN: f32 = 6.0;
 
@@ -106,10 +106,7 @@ fn corners(painter: &Backed<'_>, study: &Study, plane: Plane, rect: Rect) {
         index + 1,
         g.size[n]
     );
-    let zoom = PLANES
-        .iter()
-        .position(|p| *p == plane)
-        .map_or(1.0, |k| study.views[k].zoom);
+    let zoom = study.views[plane_index(plane)].zoom;
     let bottom_right = format!(
         "W {:.0} L {:.0}\nzoom {zoom:.2}",
         study.window.width_hu, study.window.center_hu,

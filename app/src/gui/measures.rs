@@ -18,16 +18,22 @@ pub fn of_added(finding: &AddedFinding, study: &Study) -> Option<Measurements> {
 
 /// The axes the reader drew for finding `index`, if any.
 pub fn reader_axes(review: Option<&Review>, index: usize) -> Option<&AxialAxes> {
-    review?.of(index)?.axes.as_ref()
+    review?.axes_of(index)
 }
 
 /// The table's size cell: the mean diameter, `~` when it is the box's (not segmented), `(r)`
 /// when the reader drew the axes.
 pub fn size_text(d: &Detection, review: Option<&Review>, index: usize) -> String {
-    match (reader_axes(review, index), &d.measurements) {
-        (Some(a), _) => format!("{:.1} (r)", a.mean_diameter_mm()),
-        (None, Some(m)) if m.method != Method::Box => format!("{:.1}", m.mean_diameter_mm),
-        _ => format!("~{:.1}", d.mean_diameter_mm()),
+    let axes = reader_axes(review, index);
+    let size = d.reader_mean_diameter_mm(axes);
+    let measured = d
+        .measurements
+        .as_ref()
+        .is_some_and(|m| m.method != Method::Box);
+    match (axes, measured) {
+        (Some(_), _) => format!("{size:.1} (r)"),
+        (None, true) => format!("{size:.1}"),
+        (None, false) => format!("~{size:.1}"),
     }
 }
 
@@ -55,22 +61,18 @@ pub fn size_hover(d: &Detection) -> String {
 
 /// A reader's finding's size cell and its hover text.
 pub fn added_size(a: &AddedFinding) -> (String, String) {
+    let size = a.mean_diameter_mm();
     match &a.measurements {
-        Some(m) => (
-            match m.method {
-                Method::Box => format!("~{:.1}", m.mean_diameter_mm),
-                _ => format!("{:.1}", m.mean_diameter_mm),
-            },
+        Some(m) if m.method != Method::Box => (
+            format!("{size:.1}"),
             format!(
                 "long axis {:.1} mm, short axis {:.1} mm\n{}",
                 m.axes.long_axis_mm, m.axes.short_axis_mm, m.how
             ),
         ),
+        Some(m) => (format!("~{size:.1}"), m.how.clone()),
         None => (
-            format!(
-                "~{:.1}",
-                tessera_core::measure::box_mean_diameter_mm(a.size_mm)
-            ),
+            format!("~{size:.1}"),
             "the mean of the drawn box's axial sides".into(),
         ),
     }
@@ -90,12 +92,7 @@ pub fn lung_rads(
     index: usize,
 ) -> Option<(Category, bool, String)> {
     let reader = review.and_then(|r| r.of(index)).and_then(|f| f.lung_rads);
-    // The suggestion follows the reader's axes, when drawn.
-    let suggestion = match (reader_axes(review, index), &d.measurements, &d.lung_rads) {
-        (Some(axes), Some(m), Some(_)) => Some(lungrads::with_axes(m, axes)),
-        _ => d.lung_rads.clone(),
-    };
-    match (reader, suggestion) {
+    match (reader, d.lung_rads_with(reader_axes(review, index))) {
         (Some(c), _) => Some((c, false, "set by the reader".into())),
         (None, Some(s)) => Some((s.category, true, s.rule)),
         (None, None) => None,

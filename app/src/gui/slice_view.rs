@@ -12,7 +12,7 @@ use tessera_core::view::{Plane, SlabMode, WindowLevel, box_on_slice, slab_image,
 
 use super::corner_text::{self, Backed};
 use super::run::{Overlay, WindowState};
-use super::study::{PLANES, Study, TextureKey};
+use super::study::{Study, TextureKey, plane_index};
 use super::tools::{self, Phase, Tool};
 use super::{colors, keys, overlays};
 
@@ -144,10 +144,6 @@ fn view_ui(ui: &mut Ui, study: &mut Study, plane: Plane, rect: Rect, overlay: &O
         })
     });
     corner_text::draw(&painter, study, (plane, rect), hovered, scale);
-}
-
-fn plane_index(plane: Plane) -> usize {
-    PLANES.iter().position(|p| *p == plane).unwrap_or(0)
 }
 
 /// The slice texture, rebuilt only when the slice or the window changes.
@@ -539,10 +535,8 @@ fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>
 fn selected_axes(overlay: &Overlay<'_>) -> Option<(usize, tessera_core::measure::AxialAxes)> {
     let (record, review) = overlay.record.zip(overlay.review)?;
     let i = review.selected?;
-    let d = record.report.detections.get(i)?;
-    let reader = super::measures::reader_axes(review.reading.review.as_ref(), i);
-    let axes = reader.or(d.measurements.as_ref().map(|m| &m.axes))?;
-    Some((i, *axes))
+    record.report.detections.get(i)?;
+    drawn_axes(Some(review), record, i).map(|axes| (i, *axes))
 }
 
 /// A primary drag on the axial view that took (or moves, or drops) one of the selected

@@ -298,6 +298,11 @@ pub(super) struct TextureKey {
 
 pub const PLANES: [Plane; 3] = [Plane::Axial, Plane::Coronal, Plane::Sagittal];
 
+/// Where `plane` is in [`PLANES`] (the order of the views' state).
+pub fn plane_index(plane: Plane) -> usize {
+    PLANES.iter().position(|p| *p == plane).unwrap_or(0)
+}
+
 impl Study {
     pub fn new(volume: Volume, source: PathBuf) -> Self {
         let cursor = volume.geometry.size.map(|n| n / 2);

@@ -183,7 +183,9 @@ mod tests {
             (6.0, 2.5, 1.2, [0.6, 0.9]),
             (3.0, 3.0, 0.0, [0.7, 0.7]),
         ] {
-            let axes = axial_axes(&ellipse(a, b, angle, pixel_mm, 4), pixel_mm).unwrap();
+            let Some(axes) = axial_axes(&ellipse(a, b, angle, pixel_mm, 4), pixel_mm) else {
+                panic!("an ellipse of {a} x {b} mm has axes");
+            };
             let pixel = pixel_mm[0].max(pixel_mm[1]);
             assert!(
                 (axes.long_axis_mm - 2.0 * a).abs() <= pixel,
@@ -210,11 +212,15 @@ mod tests {
         let mut voxels = ellipse(4.0, 4.0, 0.0, [1.0, 1.0], 2);
         voxels.extend(ellipse(9.0, 3.0, 0.3, [1.0, 1.0], 3));
         voxels.extend(ellipse(6.0, 6.0, 0.0, [1.0, 1.0], 4));
-        let axes = axial_axes(&voxels, [1.0, 1.0]).unwrap();
+        let Some(axes) = axial_axes(&voxels, [1.0, 1.0]) else {
+            panic!("three slices have axes");
+        };
         assert_eq!(axes.slice, 3);
         assert_eq!(axial_axes(&[], [1.0, 1.0]), None);
         // One pixel is one pixel across.
-        let one = axial_axes(&[[5, 5, 0]], [0.7, 0.8]).unwrap();
+        let Some(one) = axial_axes(&[[5, 5, 0]], [0.7, 0.8]) else {
+            panic!("one pixel has axes");
+        };
         assert_eq!((one.long_axis_mm, one.short_axis_mm), (0.7, 0.8));
     }
 

@@ -90,8 +90,6 @@ pub enum Method {
     Segmented,
     /// The image gave no segmentation: the axes are the box's sides, nothing else is known.
     Box,
-    /// A reader drew the axes.
-    Reader,
 }
 
 /// One finding's measurements, as `det.json` keeps them.
@@ -130,7 +128,7 @@ pub fn measure(
         Ok(found) => found,
         Err(why) => return from_box(finding, geometry, &why),
     };
-    let lesion = scene.trim(&lesion, &lesion);
+    let lesion = scene.trim(&lesion);
     let solid = scene.above(&lesion, SOLID_HU);
     let core = scene.core(&solid);
     let rim_mm = core
@@ -162,7 +160,7 @@ pub fn measure(
         (None, _) => (NoduleType::GroundGlass, None, half_contrast(&lesion, 0.5)),
     };
     let above = scene.above(&lesion, edge_hu);
-    let region = scene.trim(&above, &above);
+    let region = scene.trim(&above);
     let region_voxels = scene.voxels_of(&region);
     let Some(axes) = axial_axes(&region_voxels, scene.pixel_mm()) else {
         return from_box(finding, geometry, "its segmentation is empty");
@@ -311,14 +309,14 @@ impl<'a> Scene<'a> {
     }
 
     /// `mask` less what is attached to it thinner than [`TRIM_SHARE`] of its own diameter
-    /// (a vessel's stub), with the voxels of `rim` next to what stays; `mask` when the
-    /// opening would leave nothing at the centre.
-    fn trim(&self, mask: &[bool], rim: &[bool]) -> Vec<bool> {
+    /// (a vessel's stub), with its voxels next to what stays; `mask` when the opening would
+    /// leave nothing at the centre.
+    fn trim(&self, mask: &[bool]) -> Vec<bool> {
         let opened = self
             .cube
             .open(mask, &self.ball(TRIM_SHARE * self.diameter_mm(mask)));
         self.central(&opened)
-            .map_or_else(|| mask.to_vec(), |kept| self.cube.with_rim(&kept, rim))
+            .map_or_else(|| mask.to_vec(), |kept| self.cube.with_rim(&kept, mask))
     }
 
     /// The solid component nearest the centre (opened so that vessels through a

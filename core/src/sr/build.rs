@@ -86,18 +86,14 @@ fn findings<'a>(
     let detected = report.detections.iter().enumerate().map(|(i, d)| {
         let reviewed = review.and_then(|r| r.of(i));
         let reader_axes = reviewed.and_then(|f| f.axes.as_ref());
-        // The suggestion follows the reader's axes, when drawn.
-        let suggestion = match (reader_axes, &d.measurements, &d.lung_rads) {
-            (Some(axes), Some(m), Some(_)) => Some(lungrads::with_axes(m, axes)),
-            _ => d.lung_rads.clone(),
-        };
-        let suggested = suggestion.map(|s| (s.category, Some(s.rule)));
+        let suggested = d
+            .lung_rads_with(reader_axes)
+            .map(|s| (s.category, Some(s.rule)));
         Finding {
             tracking_id: format!("Tessera detection {}", i + 1),
             center_lps_mm: d.center_lps_mm,
             size_mm: d.size_mm,
-            mean_diameter_mm: reader_axes
-                .map_or_else(|| d.mean_diameter_mm(), |a| a.mean_diameter_mm()),
+            mean_diameter_mm: d.reader_mean_diameter_mm(reader_axes),
             measurements: d.measurements.as_ref(),
             reader_axes,
             lung_rads: reviewed
@@ -114,10 +110,7 @@ fn findings<'a>(
             tracking_id: format!("Reader finding {}", i + 1),
             center_lps_mm: a.center_lps_mm,
             size_mm: a.size_mm,
-            mean_diameter_mm: a.measurements.as_ref().map_or_else(
-                || crate::measure::box_mean_diameter_mm(a.size_mm),
-                |m| m.mean_diameter_mm,
-            ),
+            mean_diameter_mm: a.mean_diameter_mm(),
             measurements: a.measurements.as_ref(),
             reader_axes: None,
             lung_rads: a.lung_rads.map(|c| (c, None)),

@@ -23,6 +23,8 @@ struct DetectOnly {
 pub struct Template {
     args: DetectArgs,
     model: Model,
+    /// `--memory-model`'s file, read once for every study.
+    memory_model: Option<tessera_core::memory::line::MemoryModel>,
 }
 
 /// Why a study's plan could not be made.
@@ -50,9 +52,14 @@ impl Template {
         let words = std::iter::once("tessera detect".to_string()).chain(options.iter().cloned());
         let parsed = DetectOnly::try_parse_from(words)
             .map_err(|e| anyhow::anyhow!("the detect options: {}", e.render()))?;
+        let memory_model = match &parsed.args.memory_model {
+            Some(path) => Some(MemoryModelFile::read(path)?.model),
+            None => None,
+        };
         Ok(Self {
             args: parsed.args,
             model,
+            memory_model,
         })
     }
 
@@ -68,12 +75,8 @@ impl Template {
     }
 
     fn plan(&self, geometry: &tessera_core::Geometry) -> anyhow::Result<Forecast> {
-        let memory_model = match &self.args.memory_model {
-            Some(path) => Some(MemoryModelFile::read(path)?.model),
-            None => None,
-        };
         let model = &self.model;
-        let mut config = config(&self.args, model, None, memory_model);
+        let mut config = config(&self.args, model, None, self.memory_model);
         let choice = match (self.args.patch, self.args.memory_budget) {
             (None, Some(budget_bytes)) => PatchChoice::Budget { budget_bytes },
             _ => PatchChoice::Fixed(config.tile.patch),

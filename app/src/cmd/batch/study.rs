@@ -12,7 +12,7 @@ use tessera_core::volume::format_size;
 
 use super::BatchArgs;
 use super::manifest::{Entry, Source};
-use crate::common::batch::{SCHEMA, StudyRecord};
+use crate::common::batch::{SCHEMA, Status, StudyRecord};
 
 /// What every study runs with.
 pub struct Settings {
@@ -76,7 +76,7 @@ pub fn run(
         line: entry.line,
         study: entry.describe(),
         study_path: PathBuf::new(),
-        status: "failed".into(),
+        status: Status::Failed,
         error: None,
         model_sha256: model_sha256.into(),
         settings: settings.key.clone(),
@@ -88,7 +88,7 @@ pub fn run(
     let result = steps(entry, out, &staging, settings, sr, cancel, &mut record);
     record.elapsed_s = started.elapsed().as_secs_f64();
     match result {
-        Ok(()) => record.status = "done".into(),
+        Ok(()) => record.status = Status::Done,
         Err(reason) => {
             record.error = Some(reason);
             for name in ["det.json", "luna16.csv", "sr.dcm"] {
@@ -102,7 +102,7 @@ pub fn run(
         return record;
     }
     if let Err(e) = put_in_place(&record, &staging, &out.join(&entry.id)) {
-        record.status = "failed".into();
+        record.status = Status::Failed;
         record.error = Some(format!("writing its folder: {e}"));
         let _ = std::fs::remove_dir_all(&staging);
     }
