@@ -109,7 +109,7 @@ struct ViewArgs {
 fn main() -> ExitCode {
     tessera::mark_process_start();
     // Before any run allocates: the memory forecasts are calibrated with it.
-    tessera_core::memory::probe::pin_allocator();
+    tessera_plan::memory::probe::pin_allocator();
     let words: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(message) = cmd::typo::mistyped_subcommand(&words, &subcommand_names()) {
         eprintln!("error: {message}");

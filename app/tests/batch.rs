@@ -459,7 +459,7 @@ fn a_dicomweb_line_is_retrieved_then_run() {
     studies(dir.path());
     let folder = dir.path().join("s1");
     let (volume, scan) =
-        tessera_core::dicom::open(&folder, None, tessera_core::dicom::LoadOptions::default())
+        tessera_dicom::dicom::open(&folder, None, tessera_dicom::dicom::LoadOptions::default())
             .unwrap();
     let files: Vec<PathBuf> = scan.series[0]
         .files

@@ -890,10 +890,10 @@ fn evaluate_cases_as_json_lists_every_reader_mark_with_its_best_box() {
     let (_, det, mut run) = small_phantom_run(dir.path());
     // The phantom run's file, moved onto the case: one detection on the readers' largest
     // nodule, one far from every mark.
-    let (volume, _) = tessera_core::dicom::open(&case, None, Default::default()).unwrap();
-    let xml = tessera_core::lidc::find_xml(&case).unwrap();
-    let reads = tessera_core::lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
-    let groups = tessera_core::lidc::consensus(&reads, tessera_core::lidc::SAME_NODULE_MM);
+    let (volume, _) = tessera_dicom::dicom::open(&case, None, Default::default()).unwrap();
+    let xml = tessera_dicom::lidc::find_xml(&case).unwrap();
+    let reads = tessera_dicom::lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
+    let groups = tessera_dicom::lidc::consensus(&reads, tessera_dicom::lidc::SAME_NODULE_MM);
     let largest = groups
         .iter()
         .max_by(|a, b| a.diameter_mm.total_cmp(&b.diameter_mm))

@@ -379,7 +379,7 @@ fn a_reader_decides_with_keys_and_gets_the_review_back_on_the_same_run() {
         .export_sr(Selection::AcceptedOnly, &sr_path)
         .unwrap();
     assert_eq!(count, 1);
-    let read = tessera_core::dicom::sr::read_sr(&sr_path).unwrap();
+    let read = tessera_dicom::dicom::sr::read_sr(&sr_path).unwrap();
     let findings = tessera_core::sr::findings(&read, &sr_path).unwrap();
     assert_eq!(findings[0].decision, Some(Decision::Accepted));
     let refused = h
@@ -588,7 +588,7 @@ fn batch_results_open_a_study_with_its_runs_detections() {
     let manifest = dir.path().join("m.csv");
     std::fs::write(&manifest, "study,id\nstudy,a\nbroken,bad\n").unwrap();
     let out = dir.path().join("out");
-    let tiny = tessera_core::model::shipped_models_dir().join("tessera-test-tiny");
+    let tiny = tessera_plan::model::shipped_models_dir().join("tessera-test-tiny");
     let ran = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
         .arg("batch")
         .arg(&manifest)

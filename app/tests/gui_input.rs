@@ -17,7 +17,7 @@ use tessera::gui::study::ViewTransform;
 use tessera::gui::{Source, TesseraApp};
 use tessera_core::lungrads::Category;
 use tessera_core::review::Decision;
-use tessera_core::view::{Slab, SlabMode, WindowLevel};
+use tessera_dicom::view::{Slab, SlabMode, WindowLevel};
 use tessera_tests::runtime_available;
 
 /// A point inside the axial view (the top-left cell of the central panel).

@@ -1,5 +1,6 @@
 //! The app's module rules that Cargo cannot check (ARCHITECTURE.md): `cmd` and `gui` never
-//! import each other, and `common` imports neither.
+//! import each other, `common` imports neither, and only `cmd` reaches the inference layer
+//! (the viewer asks the pipeline to run, on its worker thread; it never holds a session).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -54,4 +55,17 @@ fn cmd_gui_and_common_keep_to_their_layers() {
         ),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn only_cmd_reaches_the_inference_layer() {
+    for module in ["gui", "common"] {
+        assert_eq!(
+            offenders(module, &["tessera_infer", "tessera-infer"]),
+            Vec::<String>::new(),
+            "{module} reaches ONNX Runtime sessions; it must go through tessera_core::pipeline"
+        );
+    }
+    // The check can fail: the one module that loads a runtime library is seen.
+    assert!(!offenders("cmd", &["tessera_infer"]).is_empty());
 }

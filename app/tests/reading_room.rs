@@ -16,7 +16,7 @@ use tessera_core::lungrads::{Category, Suggestion};
 use tessera_core::phantom::{self, PhantomSpec};
 use tessera_core::review::Decision;
 use tessera_core::sr::Selection;
-use tessera_core::view::{Slab, SlabMode, WindowLevel};
+use tessera_dicom::view::{Slab, SlabMode, WindowLevel};
 use tessera_tests::runtime_available;
 
 fn press(h: &mut Harness<'_, TesseraApp>, key: Key) {
@@ -337,7 +337,7 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
     // The SR says what the reader decided.
     let path = dir.path().join("sr.dcm");
     h.state().export_sr(Selection::All, &path).unwrap();
-    let read = tessera_core::dicom::sr::read_sr(&path).unwrap();
+    let read = tessera_dicom::dicom::sr::read_sr(&path).unwrap();
     let findings = tessera_core::sr::findings(&read, &path).unwrap();
     let drawn = findings.last().unwrap();
     assert_eq!(drawn.tracking_id, "Reader finding 1");

@@ -4,11 +4,11 @@ fn main() {
     let dir = std::env::args().nth(1).unwrap();
     for _ in 0..3 {
         let t = Instant::now();
-        let report = tessera_core::dicom::scan(dir.as_ref()).unwrap();
+        let report = tessera_dicom::dicom::scan(dir.as_ref()).unwrap();
         let s = &report.series[0];
-        let layout = tessera_core::dicom::layout(s, Default::default()).unwrap();
+        let layout = tessera_dicom::dicom::layout(s, Default::default()).unwrap();
         let t1 = t.elapsed();
-        let v = tessera_core::dicom::decode(s, &layout).unwrap();
+        let v = tessera_dicom::dicom::decode(s, &layout).unwrap();
         println!(
             "scan {:?} total {:?} {}",
             t1,

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::evaluate::Target;
-use crate::geometry::Vec3;
 use crate::report::DetectionReport;
+use tessera_dicom::geometry::Vec3;
 
 /// A nodule the readers marked.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

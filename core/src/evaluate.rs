@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::geometry::{Vec3, norm, sub};
+use tessera_dicom::geometry::{Vec3, norm, sub};
 
 /// The false-positive rates of the LUNA16 FROC.
 pub const FP_RATES: [f64; 7] = [0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];

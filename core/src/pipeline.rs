@@ -13,30 +13,28 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{Candidate, ModelGridBox, decode_centernet, decode_segmentation, nms};
-use crate::extent::measure_box;
-use crate::grid_map::GridMap;
-use crate::infer::gpu::GpuProbe;
-use crate::infer::input::window_input;
-use crate::infer::session::EngineOptions;
-use crate::infer::{CancelToken, Device, Engine, InferError, PatchClassifier, RuntimeError};
-use crate::memory::measured::{MeasuredRun, RunMemory};
-use crate::memory::probe::{self as memory, MemorySample};
-use crate::model::{Model, ModelCard, OutputFamily, Precision};
-use crate::plan::{PlanError, TilePlan, Window};
 use crate::rescore::rescore;
-use crate::retina::decode_retinanet;
-use crate::stitch::{HeadGrid, Maps, Stitcher, Weighting};
-use crate::volume::{Geometry, StudyVoxelBox, Volume};
+use tessera_dicom::volume::{Geometry, StudyVoxelBox, Volume};
+use tessera_infer::gpu::GpuProbe;
+use tessera_infer::input::window_input;
+use tessera_infer::session::EngineOptions;
+use tessera_infer::{Engine, InferError, PatchClassifier, RuntimeError};
+use tessera_maps::decode::{Candidate, ModelGridBox, decode_centernet, decode_segmentation, nms};
+use tessera_maps::extent::measure_box;
+use tessera_maps::retina::decode_retinanet;
+use tessera_maps::stitch::{HeadGrid, Maps, Stitcher, Weighting};
+use tessera_plan::device::{CancelToken, Device};
+use tessera_plan::grid_map::GridMap;
+use tessera_plan::memory::measured::{MeasuredRun, RunMemory};
+use tessera_plan::memory::probe::{self as memory, MemorySample};
+use tessera_plan::model::{Model, ModelCard, OutputFamily, Precision};
+use tessera_plan::plan::{PlanError, TilePlan, Window};
 
 mod coarse;
 
-use crate::memory::forecast::{HeldMemory, held_bytes};
-pub use crate::request::{
-    BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch, model_geometry,
-    plan_for, resample_for, resolve_patch,
-};
 pub use coarse::CoarseStats;
+use tessera_plan::memory::forecast::{HeldMemory, held_bytes};
+use tessera_plan::request::{DetectConfig, plan_for, resample_for};
 
 /// Progress, as the observer sees it.
 #[derive(Debug, Clone)]
@@ -54,7 +52,7 @@ pub enum Event {
         elapsed_s: f64,
         memory: MemorySample,
     },
-    /// The coarse pass ([`crate::model::CoarsePass`]) starts, with this many windows.
+    /// The coarse pass ([`tessera_plan::model::CoarsePass`]) starts, with this many windows.
     CoarseStarted {
         windows: usize,
         spacing_mm: [f64; 3],
@@ -92,7 +90,7 @@ pub struct Detection {
     pub center_lps_mm: [f64; 3],
     pub size_mm: [f64; 3],
     /// The detector's own box size, when the box was measured on the image instead
-    /// ([`crate::extent`]).
+    /// ([`tessera_maps::extent`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detector_size_mm: Option<[f64; 3]>,
     /// In the original volume's voxels.
@@ -154,7 +152,7 @@ pub struct RunStats {
     /// Below fp32: the largest heatmap difference from an fp32 run of the first window, so that
     /// reduced precision is measured, not assumed.
     pub precision_drift: Option<f32>,
-    /// Peaks over the threshold beyond the decoder's cap ([`crate::detect::MAX_PEAKS`]).
+    /// Peaks over the threshold beyond the decoder's cap ([`tessera_maps::decode::MAX_PEAKS`]).
     pub peaks_dropped: usize,
     /// Candidates the rescoring stage scored (0: it did not run), its time and memory peak.
     #[serde(default)]
@@ -180,7 +178,7 @@ pub struct LungFieldStats {
     pub dropped_outside: usize,
     /// Kept and flagged instead (`keep_outside_lungs`).
     pub kept_outside: usize,
-    /// Detections whose box was measured on the image ([`crate::extent`]).
+    /// Detections whose box was measured on the image ([`tessera_maps::extent`]).
     #[serde(default)]
     pub boxes_measured: usize,
 }
@@ -201,16 +199,16 @@ pub struct DetectionResult {
     pub rescore_sha256: Option<String>,
     pub series_uid: String,
     /// The study, frame of reference and instances the detections are in (for an SR).
-    pub source: crate::volume::SeriesSource,
+    pub source: tessera_dicom::volume::SeriesSource,
     /// What was odd about the input (the volume's warnings) and the slices no file provided.
     pub input_warnings: Vec<String>,
-    pub filled_slices: Vec<crate::dicom::FilledSlice>,
+    pub filled_slices: Vec<tessera_dicom::dicom::FilledSlice>,
     /// The model's input grid (the volume after resampling).
     pub model_geometry: Geometry,
     /// Stitched output maps, `[heatmap, size, offset]` at the model's stride.
     pub maps: Maps,
     /// The lung field on the model's grid, when the model asks for one (the viewer draws it).
-    pub lung_field: Option<crate::lung::LungField>,
+    pub lung_field: Option<tessera_maps::lung::LungField>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +222,7 @@ pub enum PipelineError {
     #[error("cancelled")]
     Cancelled,
     #[error(transparent)]
-    Resample(#[from] crate::resample::ResampleError),
+    Resample(#[from] tessera_plan::resample::ResampleError),
 }
 
 impl From<InferError> for PipelineError {
@@ -374,7 +372,7 @@ fn run(
         filled_slices: volume.filled_slices.clone(),
         model_geometry: input.geometry.clone(),
         maps: match &card.retinanet {
-            Some(spec) => crate::retina::score_map(spec, &maps.heads),
+            Some(spec) => tessera_maps::retina::score_map(spec, &maps.heads),
             None => maps,
         },
         lung_field,
@@ -448,7 +446,7 @@ impl RunStats {
 /// the stage's candidate threshold and the stage's score decides; without one the detector's.
 fn thresholds(
     model: &Model,
-    stage: Option<&crate::model::RescoreSpec>,
+    stage: Option<&tessera_plan::model::RescoreSpec>,
     config: &DetectConfig,
 ) -> (f32, f32) {
     match stage {
@@ -619,7 +617,7 @@ impl Runner<'_> {
         &mut self,
         boxes: &[Kept],
         input: &Volume,
-        spec: &crate::model::RescoreSpec,
+        spec: &tessera_plan::model::RescoreSpec,
         classifier: &mut PatchClassifier,
         observer: &mut dyn FnMut(&Event),
     ) -> Result<Vec<Kept>, PipelineError> {
@@ -694,9 +692,12 @@ fn lung_field(
     input: &Volume,
     boxes: Vec<Candidate>,
     keep_outside: bool,
-) -> (Vec<Kept>, Option<(crate::lung::LungField, LungFieldStats)>) {
+) -> (
+    Vec<Kept>,
+    Option<(tessera_maps::lung::LungField, LungFieldStats)>,
+) {
     let started = Instant::now();
-    let field = crate::lung::segment(&input.voxels, input.geometry.spacing_mm);
+    let field = tessera_maps::lung::segment(&input.voxels, input.geometry.spacing_mm);
     let (kept, dropped): (Vec<Kept>, Vec<Kept>) = boxes
         .into_iter()
         .map(|b| Kept {
@@ -715,12 +716,12 @@ fn lung_field(
 }
 
 /// The detections of `scored` at `threshold`, their boxes measured on the image where there
-/// is a lung field to measure in and the measure is plausible ([`crate::extent`]).
+/// is a lung field to measure in and the measure is plausible ([`tessera_maps::extent`]).
 fn findings(
     scored: &[Kept],
     threshold: f32,
     input: &Volume,
-    field: Option<&crate::lung::LungField>,
+    field: Option<&tessera_maps::lung::LungField>,
     study_from_model: &GridMap,
     plan: &TilePlan,
 ) -> Vec<Detection> {
@@ -747,11 +748,11 @@ fn findings(
 
 /// Each detection measured on the study's voxels (within the lung field, when the model has
 /// one: then with a Lung-RADS suggestion too); the lung field's count of boxes measured on
-/// the model's grid ([`crate::extent`]).
+/// the model's grid ([`tessera_maps::extent`]).
 fn measured(
     mut detections: Vec<Detection>,
     study: &Volume,
-    lungs: Option<&mut (crate::lung::LungField, LungFieldStats)>,
+    lungs: Option<&mut (tessera_maps::lung::LungField, LungFieldStats)>,
     study_from_model: &GridMap,
 ) -> Vec<Detection> {
     let (field, stats) = lungs.map(|(f, s)| (&*f, s)).unzip();
@@ -813,7 +814,7 @@ fn to_detection(
 fn precision_drift(
     model: &Model,
     options: &EngineOptions<'_>,
-    reduced: &crate::infer::WindowOutputs,
+    reduced: &tessera_infer::WindowOutputs,
     input: ndarray::Array5<f32>,
     cancel: &CancelToken,
 ) -> Result<f32, PipelineError> {

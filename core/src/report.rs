@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::{Detection, DetectionResult, RunStats};
-use crate::plan::BlendMode;
+use tessera_plan::plan::BlendMode;
 
 /// The schema name and version written into every `det.json`.
 pub const SCHEMA: &str = "tessera.detections/1";
@@ -21,13 +21,13 @@ pub struct DetectionReport {
     /// The study, frame of reference, patient and instances the detections are in: what a
     /// DICOM SR made from this file cites. Absent in files from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<crate::volume::SeriesSource>,
+    pub source: Option<tessera_dicom::volume::SeriesSource>,
     /// What was odd about the input series (uneven spacing, tilt, left-out files...).
     #[serde(default)]
     pub input_warnings: Vec<String>,
     /// Slices no file provided, interpolated because gaps were allowed (`--allow-gaps`).
     #[serde(default)]
-    pub filled_slices: Vec<crate::dicom::FilledSlice>,
+    pub filled_slices: Vec<tessera_dicom::dicom::FilledSlice>,
     pub config: ConfigRecord,
     pub runtime: RuntimeRecord,
     pub model: ModelRecord,
@@ -175,7 +175,7 @@ impl DetectionReport {
     /// Reads a `det.json`, checking its schema.
     pub fn read_json(path: &Path) -> Result<Self, ReportError> {
         let path = path.to_path_buf();
-        let bytes = match crate::io::read_regular_file(&path) {
+        let bytes = match tessera_dicom::io::read_regular_file(&path) {
             Ok(bytes) => bytes,
             Err(source) => return Err(ReportError::Read { path, source }),
         };
@@ -219,8 +219,10 @@ impl DetectionReport {
         if let (Some(path), Some(text)) = (csv, &csv_text) {
             files.push((path, text.as_bytes()));
         }
-        crate::io::write_set(&files).map_err(|e| match e {
-            crate::io::OutputError::Write { path, source } => ReportError::Write { path, source },
+        tessera_dicom::io::write_set(&files).map_err(|e| match e {
+            tessera_dicom::io::OutputError::Write { path, source } => {
+                ReportError::Write { path, source }
+            }
             other => ReportError::Write {
                 path: json.to_path_buf(),
                 source: std::io::Error::other(other.to_string()),
@@ -229,7 +231,7 @@ impl DetectionReport {
     }
 
     pub fn write_luna16_csv(&self, path: &Path) -> Result<(), ReportError> {
-        crate::io::write_atomic(path, self.luna16_csv().as_bytes()).map_err(|source| {
+        tessera_dicom::io::write_atomic(path, self.luna16_csv().as_bytes()).map_err(|source| {
             ReportError::Write {
                 path: path.to_path_buf(),
                 source,

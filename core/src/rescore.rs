@@ -5,11 +5,12 @@
 
 use ndarray::{Array5, Axis};
 
-use crate::detect::Candidate;
-use crate::infer::input::{candidate_patch, scaled_candidate_patch};
-use crate::infer::{CancelToken, InferError, PatchClassifier};
-use crate::model::{InputSpec, RescoreSpec};
-use crate::volume::Voxels;
+use tessera_dicom::volume::Voxels;
+use tessera_infer::input::{candidate_patch, scaled_candidate_patch};
+use tessera_infer::{InferError, PatchClassifier};
+use tessera_maps::decode::Candidate;
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{InputSpec, RescoreSpec};
 
 /// Patches per classifier run: small enough for any device, large enough to keep it busy.
 pub const BATCH: usize = 32;

@@ -213,10 +213,11 @@ impl Review {
     /// Reads `path` and checks that it reviews `report`.
     pub fn read_for(path: &Path, report: &DetectionReport) -> Result<Self, ReviewError> {
         let path_buf = path.to_path_buf();
-        let bytes = crate::io::read_regular_file(path).map_err(|source| ReviewError::Read {
-            path: path_buf.clone(),
-            source,
-        })?;
+        let bytes =
+            tessera_dicom::io::read_regular_file(path).map_err(|source| ReviewError::Read {
+                path: path_buf.clone(),
+                source,
+            })?;
         let review: Self = serde_json::from_slice(&bytes).map_err(|source| ReviewError::Parse {
             path: path_buf.clone(),
             source,
@@ -255,6 +256,6 @@ impl Review {
         let mut bytes =
             serde_json::to_vec_pretty(self).map_err(|e| write_error(std::io::Error::other(e)))?;
         bytes.push(b'\n');
-        crate::io::write_atomic(path, &bytes).map_err(write_error)
+        tessera_dicom::io::write_atomic(path, &bytes).map_err(write_error)
     }
 }

@@ -4,9 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ndarray::Array3;
-use tessera_core::lung;
 use tessera_core::phantom::{self, PhantomSpec};
-use tessera_core::volume::Voxels;
+use tessera_dicom::volume::Voxels;
+use tessera_maps::lung;
 
 /// Every nodule of several phantoms (solid, part-solid, ground glass; free, against the pleura,
 /// against a vessel) has its centre in the field; the field is mostly lung, not mediastinum,

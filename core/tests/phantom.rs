@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use tessera_core::dicom;
 use tessera_core::phantom::structures::Attachment;
 use tessera_core::phantom::{self, PhantomSpec, TRUTH_FILE, Truth};
-use tessera_core::volume::Voxels;
+use tessera_dicom::dicom;
+use tessera_dicom::volume::Voxels;
 
 fn small(seed: u64) -> PhantomSpec {
     PhantomSpec {

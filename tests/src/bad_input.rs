@@ -31,16 +31,16 @@ const PIXEL_SPACING: Tag = Tag(0x0028, 0x0030);
 /// The source: `lidc/LIDC-IDRI-0001` under the shared data (see [`crate::shared_data`]).
 pub fn source_series() -> Option<Vec<PathBuf>> {
     let dir = crate::shared_data("lidc/LIDC-IDRI-0001")?;
-    let report = tessera_core::dicom::scan(&dir).expect("scanning LIDC-IDRI-0001");
+    let report = tessera_dicom::dicom::scan(&dir).expect("scanning LIDC-IDRI-0001");
     let series = &report.series[0];
-    let layout = tessera_core::dicom::layout(series, Default::default()).expect("its layout");
+    let layout = tessera_dicom::dicom::layout(series, Default::default()).expect("its layout");
     // Slices around the middle, in position order.
     let middle = layout.slices.len() / 2;
     Some(
         layout.slices[middle..middle + SLICES]
             .iter()
             .map(|s| match s {
-                tessera_core::dicom::SliceSource::Frame(f) => series.files[f.file].path.clone(),
+                tessera_dicom::dicom::SliceSource::Frame(f) => series.files[f.file].path.clone(),
                 other => panic!("LIDC-IDRI-0001 has no gaps, found {other:?}"),
             })
             .collect(),

@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use tessera_core::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
-use tessera_core::dicom::{self, LoadOptions};
-use tessera_core::volume::SeriesInfo;
+use tessera_dicom::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
+use tessera_dicom::dicom::{self, LoadOptions};
+use tessera_dicom::volume::SeriesInfo;
 
 /// What a fuzz target runs on one input.
 pub type Body = fn(&[u8]);
@@ -108,7 +108,7 @@ pub fn nifti_file(data: &[u8]) {
     let dir = DIR.get_or_init(|| scratch("nifti"));
     let path = dir.join("v.nii");
     if std::fs::write(&path, data).is_ok() {
-        let _ = tessera_core::image_file::read(&path);
+        let _ = tessera_dicom::image_file::read(&path);
     }
 }
 
@@ -125,7 +125,7 @@ pub fn metaimage_file(data: &[u8]) {
     for name in ["v.mha", "v.mhd"] {
         let path = dir.join(name);
         if std::fs::write(&path, data).is_ok() {
-            let _ = tessera_core::image_file::read(&path);
+            let _ = tessera_dicom::image_file::read(&path);
         }
     }
 }
@@ -137,7 +137,7 @@ pub fn model_card(data: &[u8]) {
     if std::fs::write(dir.join("model.json"), data).is_err() {
         return;
     }
-    if let Ok(model) = tessera_core::model::Model::load(dir) {
+    if let Ok(model) = tessera_plan::model::Model::load(dir) {
         let card = &model.card;
         let _ = card.grid();
         let _ = card.receptive_radius();
@@ -171,7 +171,7 @@ pub fn sr_file(data: &[u8]) {
         return;
     };
     if let Ok(findings) = tessera_core::sr::findings(&read, &path) {
-        let geometry = tessera_core::volume::Geometry::axis_aligned(
+        let geometry = tessera_dicom::volume::Geometry::axis_aligned(
             [64, 64, 32],
             [0.7, 0.7, 2.5],
             [-20.0, -20.0, 0.0],
@@ -196,15 +196,15 @@ pub fn generated_seeds(target: &str) -> Vec<(String, Vec<u8>)> {
     vec![("valid-sr".into(), bytes), ("cut-short-sr".into(), cut)]
 }
 
-fn seed_source() -> tessera_core::volume::SeriesSource {
-    tessera_core::volume::SeriesSource {
+fn seed_source() -> tessera_dicom::volume::SeriesSource {
+    tessera_dicom::volume::SeriesSource {
         study_uid: "2.25.11".into(),
         series_uid: "2.25.12".into(),
         frame_of_reference_uid: "2.25.13".into(),
         modality: "CT".into(),
         study_description: String::new(),
-        identity: tessera_core::volume::StudyIdentity::default(),
-        instances: vec![tessera_core::volume::SourceInstance {
+        identity: tessera_dicom::volume::StudyIdentity::default(),
+        instances: vec![tessera_dicom::volume::SourceInstance {
             sop_class_uid: dicom::write::CT_IMAGE_STORAGE.into(),
             sop_instance_uid: "2.25.14".into(),
         }],
@@ -212,7 +212,7 @@ fn seed_source() -> tessera_core::volume::SeriesSource {
     }
 }
 
-fn seed_sr(source: &tessera_core::volume::SeriesSource) -> dicom::sr::SrDocument<'_> {
+fn seed_sr(source: &tessera_dicom::volume::SeriesSource) -> dicom::sr::SrDocument<'_> {
     use dicom::sr::{GraphicType3d, Item, Relationship, Value};
     use tessera_core::sr::codes as c;
     let contains = |concept, value| Item::new(Relationship::Contains, concept, value);

@@ -49,9 +49,7 @@ pub fn shared_data(relative: &str) -> Option<PathBuf> {
 /// # Panics
 /// In CI, when it is missing: the test command runs the set-up first, so it must be there.
 pub fn runtime_available() -> bool {
-    let found =
-        tessera_core::infer::locate_runtime(None, tessera_core::infer::runtime::Flavour::Cpu)
-            .is_ok();
+    let found = tessera_infer::locate_runtime(None, tessera_infer::runtime::Flavour::Cpu).is_ok();
     if !found {
         let message = "ONNX Runtime not found: run ./scripts/setup.sh";
         if std::env::var_os("CI").is_some() {
@@ -67,7 +65,7 @@ pub fn runtime_available() -> bool {
 ///
 /// # Panics
 /// When the phantom cannot be generated (a bug in the generator).
-pub fn small_phantom() -> tessera_core::volume::Volume {
+pub fn small_phantom() -> tessera_dicom::volume::Volume {
     small_phantom_made().volume
 }
 
@@ -118,13 +116,14 @@ pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
 /// # Panics
 /// When the model or the run fails (check [`runtime_available`] first).
 pub fn tiny_model_report() -> tessera_core::report::DetectionReport {
-    use tessera_core::model::{Model, shipped_models_dir};
-    use tessera_core::pipeline::{self, DetectConfig};
+    use tessera_core::pipeline;
+    use tessera_plan::model::{Model, shipped_models_dir};
+    use tessera_plan::request::DetectConfig;
     let model = Model::load(&shipped_models_dir().join("tessera-test-tiny"))
         .unwrap_or_else(|e| panic!("the test model: {e}"));
     let mut config = DetectConfig::new([64, 64, 32]);
     config.score_threshold = Some(0.2);
-    let cancel = tessera_core::infer::CancelToken::new();
+    let cancel = tessera_plan::device::CancelToken::new();
     match pipeline::detect(&small_phantom(), &model, &config, &cancel, &mut |_| {}) {
         Ok(result) => tessera_core::report::DetectionReport::from_result(&result),
         Err(e) => panic!("the test model's run: {e}"),

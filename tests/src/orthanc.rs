@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tessera_core::pacs::{Auth, Server};
+use tessera_pacs::{Auth, Server};
 
 /// The Debian package's DICOMweb plugin.
 const PLUGIN: &str = "/usr/share/orthanc/plugins/libOrthancDicomWeb.so";

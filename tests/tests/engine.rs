@@ -4,11 +4,12 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use tessera_core::infer::CancelToken;
-use tessera_core::model::{Model, Precision, shipped_models_dir};
-use tessera_core::pipeline::{self, DetectConfig, Event, PipelineError};
-use tessera_core::plan::{BlendMode, PlanError};
-use tessera_core::volume::Volume;
+use tessera_core::pipeline::{self, Event, PipelineError};
+use tessera_dicom::volume::Volume;
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{Model, Precision, shipped_models_dir};
+use tessera_plan::plan::{BlendMode, PlanError};
+use tessera_plan::request::DetectConfig;
 use tessera_tests::{runtime_available, small_phantom};
 
 fn model() -> Model {

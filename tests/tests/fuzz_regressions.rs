@@ -44,7 +44,7 @@ fn the_generated_sr_seed_is_a_readable_report() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("seed.dcm");
     std::fs::write(&path, valid).unwrap();
-    let read = tessera_core::dicom::sr::read_sr(&path).unwrap();
+    let read = tessera_dicom::dicom::sr::read_sr(&path).unwrap();
     let findings = tessera_core::sr::findings(&read, &path).unwrap();
     assert_eq!(findings.len(), 1);
     assert_eq!(findings[0].size_mm, Some([10.0, 10.0, 10.0]));

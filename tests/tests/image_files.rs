@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tessera_core::dicom::{self, LoadOptions};
-use tessera_core::volume::Volume;
-use tessera_core::{image_file, study};
+use tessera_dicom::dicom::{self, LoadOptions};
+use tessera_dicom::volume::Volume;
+use tessera_dicom::{image_file, study};
 use tessera_tests::{shared_data, small_phantom_made, tool};
 
 /// How far (in voxels) a converted voxel's position may lie from the DICOM voxel it is: both
@@ -150,7 +150,7 @@ fn metaimage_from_plastimatch_holds_the_series_voxels_at_their_positions() {
         [dir.path().join("vol.mhd"), dir.path().join("vol.raw")]
     );
     // Outputs may go beside a volume file (it is a whole study), never over it or its data.
-    use tessera_core::io::{OutputError, check_output};
+    use tessera_dicom::io::{OutputError, check_output};
     check_output(&dir.path().join("det.json"), &inputs, false).unwrap();
     for input in &inputs {
         assert!(matches!(
@@ -310,13 +310,14 @@ fn detections_on_a_nifti_are_those_on_its_series_and_refuse_an_sr() {
     let (series, _) = phantom_series(dir.path());
     let path = dcm2niix(&converter, &series, &dir.path().join("nii"), true);
     let report_of = |path: &Path| {
-        use tessera_core::model::{Model, shipped_models_dir};
-        use tessera_core::pipeline::{self, DetectConfig};
+        use tessera_core::pipeline;
+        use tessera_plan::model::{Model, shipped_models_dir};
+        use tessera_plan::request::DetectConfig;
         let model = Model::load(&shipped_models_dir().join("tessera-test-tiny")).unwrap();
         let (volume, _) = study::open(path, None, LoadOptions::default()).unwrap();
         let mut config = DetectConfig::new([64, 64, 32]);
         config.score_threshold = Some(0.2);
-        let cancel = tessera_core::infer::CancelToken::new();
+        let cancel = tessera_plan::device::CancelToken::new();
         let result = pipeline::detect(&volume, &model, &config, &cancel, &mut |_| {}).unwrap();
         tessera_core::report::DetectionReport::from_result(&result)
     };

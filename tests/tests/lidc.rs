@@ -3,8 +3,8 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use tessera_core::lidc::{self, LidcError};
-use tessera_core::{Volume, dicom};
+use tessera_dicom::lidc::{self, LidcError};
+use tessera_dicom::{Volume, dicom};
 use tessera_tests::shared_data;
 
 /// Reads within this distance (mm) or half a diameter are the same nodule.
@@ -81,13 +81,13 @@ fn annotations_of_another_series_are_refused() {
 }
 
 /// A case on the shipped detector's grid, its reads and its lung field there.
-fn on_model_grid(case: &str) -> Option<(Volume, lidc::LidcReads, tessera_core::lung::LungField)> {
+fn on_model_grid(case: &str) -> Option<(Volume, lidc::LidcReads, tessera_maps::lung::LungField)> {
     let (volume, xml) = load(case)?;
     let reads = lidc::read(&xml, &volume.geometry, &volume.info.series_uid).unwrap();
-    let grid = tessera_core::resample::resample(&volume, [MODEL_GRID_MM; 3])
+    let grid = tessera_plan::resample::resample(&volume, [MODEL_GRID_MM; 3])
         .unwrap()
         .unwrap();
-    let field = tessera_core::lung::segment(&grid.voxels, grid.geometry.spacing_mm);
+    let field = tessera_maps::lung::segment(&grid.voxels, grid.geometry.spacing_mm);
     Some((grid, reads, field))
 }
 
@@ -124,8 +124,8 @@ fn every_reader_nodule_is_inside_the_lung_field() {
 /// extent, which the mean of three sides of an irregular lesion stays under).
 #[test]
 fn large_reader_lesions_get_a_box_of_their_size_measured_on_the_image() {
-    use tessera_core::detect::ModelGridBox;
-    use tessera_core::extent;
+    use tessera_maps::decode::ModelGridBox;
+    use tessera_maps::extent;
     const MEASURED_MIN: f64 = 0.75;
     const MEASURED_MAX: f64 = 1.1;
     const SIZE_HEAD_SHARE: f64 = 0.65;

@@ -9,7 +9,7 @@ use ndarray::Array3;
 use tessera_core::measure::{Method, NoduleType, measure};
 use tessera_core::phantom::structures::{Attachment, Nodule, NoduleKind, Tube, coverage};
 use tessera_core::phantom::{add_noise_and_quantise, blur};
-use tessera_core::volume::{Geometry, StudyVoxelBox, Voxels};
+use tessera_dicom::volume::{Geometry, StudyVoxelBox, Voxels};
 
 const SPACING_MM: [f64; 3] = [0.7, 0.7, 1.25];
 const LUNG_HU: f32 = -850.0;

@@ -8,14 +8,15 @@
 
 use std::path::{Path, PathBuf};
 
-use tessera_core::dicom::{self, LoadOptions};
-use tessera_core::infer::CancelToken;
-use tessera_core::model::{Model, shipped_models_dir};
-use tessera_core::pacs::{PacsError, Server, StudyQuery};
 use tessera_core::phantom::{self, PhantomSpec};
-use tessera_core::pipeline::{self, DetectConfig};
+use tessera_core::pipeline;
 use tessera_core::report::DetectionReport;
 use tessera_core::sr::{self, Selection, SrOptions};
+use tessera_dicom::dicom::{self, LoadOptions};
+use tessera_pacs::{PacsError, Server, StudyQuery};
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{Model, shipped_models_dir};
+use tessera_plan::request::DetectConfig;
 use tessera_tests::orthanc::{Orthanc, free_port};
 use tessera_tests::runtime_available;
 

@@ -8,15 +8,16 @@
 use std::path::{Path, PathBuf};
 
 use tessera_core::evaluate::Target;
-use tessera_core::infer::CancelToken;
-use tessera_core::model::{Model, shipped_models_dir};
 use tessera_core::parity::{Tolerances, compare, compare_detections};
 use tessera_core::phantom::{self, PhantomSpec};
+use tessera_core::pipeline;
 use tessera_core::pipeline::Detection;
-use tessera_core::pipeline::{self, DetectConfig};
-use tessera_core::plan::BlendMode;
 use tessera_core::report::DetectionReport;
-use tessera_core::volume::Volume;
+use tessera_dicom::volume::Volume;
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{Model, shipped_models_dir};
+use tessera_plan::plan::BlendMode;
+use tessera_plan::request::DetectConfig;
 use tessera_tests::{runtime_available, shared_data};
 
 /// Exact means exact: halo stitching reproduces the whole-volume run bit for bit.
@@ -75,7 +76,7 @@ fn run(volume: &Volume, model: &Model, config: &DetectConfig) -> DetectionReport
 
 /// A patch covering the volume on the model's grid (after resampling).
 fn whole_patch(volume: &Volume, model: &Model) -> [usize; 3] {
-    let size = pipeline::model_geometry(&volume.geometry, model).size;
+    let size = tessera_plan::request::model_geometry(&volume.geometry, model).size;
     model.card.grid().padded(size)
 }
 
@@ -227,7 +228,7 @@ fn halo_runs_match_the_whole_volume_on_lidc() {
         let Some(dir) = shared_data(case) else {
             return;
         };
-        let (volume, _) = tessera_core::dicom::open(&dir, None, Default::default()).unwrap();
+        let (volume, _) = tessera_dicom::dicom::open(&dir, None, Default::default()).unwrap();
         // The seed's fix, full axial context tiled along z, with the shipped detector on its
         // 1.25 mm grid; and the test model on the native grid, full and narrower.
         let shipped = model(SHIPPED);

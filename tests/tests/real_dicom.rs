@@ -8,8 +8,8 @@ use std::path::Path;
 use dicom_object::{Tag, open_file};
 use dicom_pixeldata::PixelDecoder;
 use ndarray::Axis;
-use tessera_core::dicom;
-use tessera_core::volume::Voxels;
+use tessera_dicom::dicom;
+use tessera_dicom::volume::Voxels;
 use tessera_tests::shared_data;
 
 /// Positions in the files are decimal strings; a few micrometres cover their rounding.
@@ -19,7 +19,7 @@ const GANTRY_DETECTOR_TILT: Tag = Tag(0x0018, 0x1120);
 
 /// Checks slice `k` of the volume against the file at the same position, decoded independently
 /// by dicom-pixeldata's own rescale path.
-fn assert_slice_matches_file(volume: &tessera_core::Volume, dir: &Path, k: usize) {
+fn assert_slice_matches_file(volume: &tessera_dicom::Volume, dir: &Path, k: usize) {
     let z_mm = volume.geometry.world_from_voxel.apply([0.0, 0.0, k as f64])[2];
     let mut found = None;
     for entry in walk(dir) {

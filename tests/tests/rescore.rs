@@ -5,10 +5,12 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use tessera_core::infer::{CancelToken, input};
-use tessera_core::model::{Model, ModelError, shipped_models_dir};
-use tessera_core::pipeline::{self, DetectConfig, DetectionResult, Event, PipelineError};
-use tessera_core::volume::Volume;
+use tessera_core::pipeline::{self, DetectionResult, Event, PipelineError};
+use tessera_dicom::volume::Volume;
+use tessera_infer::input;
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{Model, ModelError, shipped_models_dir};
+use tessera_plan::request::DetectConfig;
 use tessera_tests::{runtime_available, small_phantom};
 
 const EDGE: i64 = 8;

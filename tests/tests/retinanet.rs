@@ -10,11 +10,12 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use tessera_core::infer::CancelToken;
-use tessera_core::model::{Model, shipped_models_dir};
 use tessera_core::phantom::{self, PhantomSpec};
-use tessera_core::pipeline::{self, DetectConfig, DetectionResult};
-use tessera_core::plan::{BlendMode, PlanError};
+use tessera_core::pipeline::{self, DetectionResult};
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{Model, shipped_models_dir};
+use tessera_plan::plan::{BlendMode, PlanError};
+use tessera_plan::request::DetectConfig;
 use tessera_tests::runtime_available;
 
 /// MONAI's figures, replayed here: ONNX Runtime against PyTorch rounds differently.
@@ -49,7 +50,7 @@ fn model() -> Model {
 
 /// The phantom the golden files were made on (`tessera phantom --seed 3 --size 224x208x112
 /// --spacing 0.703125,0.703125,1.25 --nodules 12 --masses 1`), at the card's spacing.
-fn parity_phantom() -> tessera_core::volume::Volume {
+fn parity_phantom() -> tessera_dicom::volume::Volume {
     let spec = PhantomSpec {
         seed: 3,
         size: [224, 208, 112],
@@ -207,7 +208,7 @@ fn halo_mode_is_refused_for_a_model_that_normalises_over_its_window() {
     );
     let mut config = DetectConfig::defaults_for(&model);
     config.tile.blend = BlendMode::Halo;
-    let err = pipeline::plan_for([224, 208, 112], &model, &config, 0).unwrap_err();
+    let err = tessera_plan::request::plan_for([224, 208, 112], &model, &config, 0).unwrap_err();
     assert!(matches!(err, PlanError::HaloNotExact { .. }), "{err}");
     assert!(
         err.to_string().contains("--blend constant or gaussian"),
@@ -216,6 +217,6 @@ fn halo_mode_is_refused_for_a_model_that_normalises_over_its_window() {
     // The blending modes need no core: a window far narrower than the receptive field plans.
     config.tile.blend = BlendMode::Constant;
     config.tile.patch = [64, 64, 32];
-    let plan = pipeline::plan_for([224, 208, 112], &model, &config, 0).unwrap();
+    let plan = tessera_plan::request::plan_for([224, 208, 112], &model, &config, 0).unwrap();
     assert!(plan.windows.len() > 8);
 }

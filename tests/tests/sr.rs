@@ -7,12 +7,12 @@
 use std::path::Path;
 use std::process::Command;
 
-use tessera_core::dicom::sr::read_sr;
 use tessera_core::lungrads::Category;
 use tessera_core::measure::{AxialAxes, Measurements, Method, NoduleType};
 use tessera_core::report::DetectionReport;
 use tessera_core::review::{AddedFinding, Decision, Review};
 use tessera_core::sr::{self, Selection, SrError, SrOptions};
+use tessera_dicom::dicom::sr::read_sr;
 use tessera_tests::{runtime_available, tiny_model_report, tool};
 
 /// GraphicData is FL: positions of a few hundred mm keep about 1e-5 mm; sides are
@@ -348,7 +348,7 @@ fn an_unnamed_reader_is_not_invented() {
     if !runtime_available() {
         return;
     }
-    use tessera_core::dicom::sr::Value;
+    use tessera_dicom::dicom::sr::Value;
     let report = report();
     let mut review = review(&report);
     let dir = tempfile::tempdir().unwrap();

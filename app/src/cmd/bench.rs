@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use tessera_core::dicom;
 use tessera_core::phantom::{self, PhantomSpec};
+use tessera_dicom::dicom;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -147,7 +147,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 
 /// Prints the figures; returns the median time in seconds.
 fn load(path: &Path, repeat: usize) -> anyhow::Result<f64> {
-    let once = || -> anyhow::Result<(f64, f64, tessera_core::Volume, u64)> {
+    let once = || -> anyhow::Result<(f64, f64, tessera_dicom::Volume, u64)> {
         let started = Instant::now();
         let report = dicom::scan(path).with_context(|| format!("scanning {}", path.display()))?;
         let series = dicom::largest_stack(&report).context("no image series")?;
@@ -264,7 +264,7 @@ fn phantom_bench(size: [usize; 3], spacing_mm: [f64; 3]) -> anyhow::Result<()> {
     std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     println!(
         "phantom {} at {:?} mm ({} threads): generate {:.2} s, write {:.2} s ({} files)",
-        tessera_core::volume::format_size(size),
+        tessera_dicom::volume::format_size(size),
         spacing_mm,
         rayon::current_num_threads(),
         generated_s,
@@ -296,7 +296,7 @@ fn detect_bench(
     println!(
         "detect bench on {} ({} voxels), model {}",
         study.display(),
-        tessera_core::volume::format_size(size),
+        tessera_dicom::volume::format_size(size),
         model.display()
     );
     println!(
@@ -338,11 +338,12 @@ fn detect_bench(
 }
 
 fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
-    use tessera_core::infer::CancelToken;
-    use tessera_core::model::Model;
-    use tessera_core::pipeline::{self, DetectConfig, Event};
+    use tessera_core::pipeline::{self, Event};
+    use tessera_plan::device::CancelToken;
+    use tessera_plan::model::Model;
+    use tessera_plan::request::DetectConfig;
     let study = crate::common::demo::study_or_demo(path)?;
-    let model = Model::load(&tessera_core::model::default_detector()?)?;
+    let model = Model::load(&tessera_plan::model::default_detector()?)?;
     let loading = Instant::now();
     let (volume, _) = dicom::open(&study, None, Default::default())
         .with_context(|| format!("opening {}", study.display()))?;
@@ -354,7 +355,7 @@ fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
         model.card.name,
         study.display(),
         volume.geometry.size_label(),
-        tessera_core::volume::format_size(config.tile.patch),
+        tessera_dicom::volume::format_size(config.tile.patch),
         config.threads
     );
     println!(
@@ -397,13 +398,13 @@ fn startup_bench(path: Option<&Path>, runs: usize) -> anyhow::Result<()> {
 }
 
 fn lungs_bench(path: Option<&Path>, repeat: usize, png: Option<&Path>) -> anyhow::Result<()> {
-    use tessera_core::lung;
-    use tessera_core::model::Model;
+    use tessera_maps::lung;
+    use tessera_plan::model::Model;
     let study = crate::common::demo::study_or_demo(path)?;
-    let model = Model::load(&tessera_core::model::default_detector()?)?;
+    let model = Model::load(&tessera_plan::model::default_detector()?)?;
     let (volume, _) = dicom::open(&study, None, Default::default())
         .with_context(|| format!("opening {}", study.display()))?;
-    let resampled = tessera_core::pipeline::resample_for(&volume, &model)?;
+    let resampled = tessera_plan::request::resample_for(&volume, &model)?;
     let grid = resampled.as_ref().unwrap_or(&volume);
     let mut times = Vec::new();
     let mut field = None;
@@ -432,8 +433,8 @@ fn lungs_bench(path: Option<&Path>, repeat: usize, png: Option<&Path>) -> anyhow
 
 /// Every 16th axial slice side by side, lung window, the field tinted green.
 fn write_lung_montage(
-    grid: &tessera_core::Volume,
-    field: &tessera_core::lung::LungField,
+    grid: &tessera_dicom::Volume,
+    field: &tessera_maps::lung::LungField,
     path: &Path,
 ) -> anyhow::Result<()> {
     let [nx, ny, nz] = grid.geometry.size;
@@ -468,12 +469,12 @@ fn write_lung_montage(
         image::ExtendedColorType::Rgb8,
     )
     .context("encoding the PNG")?;
-    tessera_core::io::write_atomic(path, &bytes)
+    tessera_dicom::io::write_atomic(path, &bytes)
         .with_context(|| format!("writing {}", path.display()))
 }
 
 fn view_bench(path: Option<&Path>, size: [usize; 3], slabs_mm: &[f64]) -> anyhow::Result<()> {
-    use tessera_core::view::{Plane, Slab, SlabMode, WindowLevel, slab_image};
+    use tessera_dicom::view::{Plane, Slab, SlabMode, WindowLevel, slab_image};
     let volume = match path {
         Some(path) => {
             dicom::open(path, None, Default::default())

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use plotters::prelude::*;
-use tessera_core::memory::forecast::{HeldMemory, MemoryForecast};
-use tessera_core::memory::line::MemoryModel;
+use tessera_plan::memory::forecast::{HeldMemory, MemoryForecast};
+use tessera_plan::memory::line::MemoryModel;
 
 /// One run on the chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +85,7 @@ where
     let labels: Vec<String> = data
         .points
         .iter()
-        .map(|p| tessera_core::volume::format_size(p.patch))
+        .map(|p| tessera_dicom::volume::format_size(p.patch))
         .collect();
     let max_x = points.iter().map(|p| p.0).fold(0.0, f64::max) * 1.1 + 1e-9;
     let budget_gib = budget.map(|b| b as f64 / GIB);

@@ -10,14 +10,17 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::infer::{CancelToken, Device};
-use tessera_core::memory::file::MemoryModelFile;
-use tessera_core::memory::line::MemoryModel;
-use tessera_core::model::{Model, Precision, default_detector};
-use tessera_core::pipeline::{self, BudgetError, DetectConfig, Event, PatchChoice, PipelineError};
-use tessera_core::plan::{BlendMode, TileSpec, format_bytes, parse_bytes};
+use tessera_core::pipeline::{self, Event, PipelineError};
 use tessera_core::report::DetectionReport;
+use tessera_plan::bytes::format_bytes;
+use tessera_plan::bytes::parse_bytes;
+use tessera_plan::device::CpuAllocator;
+use tessera_plan::device::{CancelToken, Device};
+use tessera_plan::memory::file::MemoryModelFile;
+use tessera_plan::memory::line::MemoryModel;
+use tessera_plan::model::{Model, Precision, default_detector};
+use tessera_plan::plan::{BlendMode, TileSpec};
+use tessera_plan::request::{BudgetError, DetectConfig, PatchChoice};
 
 use super::{flags, outputs};
 use crate::common::parse::parse_size;
@@ -125,10 +128,10 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
         None => None,
     };
     let path = crate::common::demo::study_or_demo(args.path.as_deref())?;
-    let options = tessera_core::dicom::LoadOptions {
+    let options = tessera_dicom::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
-    let (volume, scan) = tessera_core::study::open(&path, args.series.as_deref(), options)
+    let (volume, scan) = tessera_dicom::study::open(&path, args.series.as_deref(), options)
         .with_context(|| format!("opening {}", path.display()))?;
     let outputs: Vec<&std::path::Path> = std::iter::once(args.out.as_path())
         .chain(args.csv.as_deref())
@@ -170,7 +173,7 @@ pub fn run(args: &DetectArgs, ort_lib: Option<&std::path::Path>) -> anyhow::Resu
             "warning: {} more peaks over the threshold {} were dropped (the decoder keeps the best {}): raise --score-threshold",
             result.stats.peaks_dropped,
             result.score_threshold,
-            tessera_core::detect::MAX_PEAKS
+            tessera_maps::decode::MAX_PEAKS
         );
     }
     if let Some(drift) = result.stats.precision_drift {
@@ -220,7 +223,7 @@ pub(crate) fn config(
 /// `Ok(false)`: nothing fits the budget (said on stderr; the run is refused).
 fn resolve_patch(
     args: &DetectArgs,
-    geometry: &tessera_core::Geometry,
+    geometry: &tessera_dicom::Geometry,
     model: &Model,
     config: &mut DetectConfig,
 ) -> anyhow::Result<bool> {
@@ -228,14 +231,14 @@ fn resolve_patch(
         (None, Some(budget_bytes)) => PatchChoice::Budget { budget_bytes },
         _ => PatchChoice::Fixed(config.tile.patch),
     };
-    match pipeline::resolve_patch(geometry, model, config, choice) {
+    match tessera_plan::request::resolve_patch(geometry, model, config, choice) {
         Ok(resolved) => {
             if let (Some(forecast), PatchChoice::Budget { budget_bytes }) =
                 (resolved.forecast, choice)
             {
                 eprintln!(
                     "patch {} chosen for the budget of {} (predicted ≤ {}, {})",
-                    tessera_core::volume::format_size(resolved.patch),
+                    tessera_dicom::volume::format_size(resolved.patch),
                     format_bytes(budget_bytes),
                     format_bytes(forecast.peak_bytes(resolved.patch.iter().product())),
                     forecast.model.describe()

@@ -47,13 +47,13 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     }
     for pair in &args.lidc {
         let (det, case) = split(pair)?;
-        let (volume, _) = tessera_core::study::open(&case, None, Default::default())
+        let (volume, _) = tessera_dicom::study::open(&case, None, Default::default())
             .with_context(|| format!("opening {}", case.display()))?;
-        let xml = tessera_core::lidc::find_xml(&case)
+        let xml = tessera_dicom::lidc::find_xml(&case)
             .with_context(|| format!("no LIDC reader XML under {}", case.display()))?;
-        let reads = tessera_core::lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
+        let reads = tessera_dicom::lidc::read(&xml, &volume.geometry, &volume.info.series_uid)?;
         let (mut targets, mut ignore) = (Vec::new(), Vec::new());
-        let groups = tessera_core::lidc::consensus(&reads, tessera_core::lidc::SAME_NODULE_MM);
+        let groups = tessera_dicom::lidc::consensus(&reads, tessera_dicom::lidc::SAME_NODULE_MM);
         if args.cases {
             let (name, table) = case_of(&det, &case, &groups, args.threshold)?;
             if !args.json {
@@ -118,7 +118,7 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
 fn case_of(
     det: &Path,
     case: &Path,
-    groups: &[tessera_core::lidc::ConsensusNodule],
+    groups: &[tessera_dicom::lidc::ConsensusNodule],
     threshold: Option<f32>,
 ) -> anyhow::Result<(String, CaseTable)> {
     let report = DetectionReport::read_json(det)?;

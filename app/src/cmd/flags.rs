@@ -2,9 +2,9 @@
 //! `--help` lists each value with a line on what it does and a typo gets the list back.
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::model::Precision;
-use tessera_core::plan::BlendMode;
+use tessera_plan::device::CpuAllocator;
+use tessera_plan::model::Precision;
+use tessera_plan::plan::BlendMode;
 
 /// `--ort-lib`, on the commands that load ONNX Runtime (the viewer, detect, sweep, runtime).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -98,7 +98,7 @@ pub fn threads(text: &str) -> Result<usize, String> {
 /// A spacing in mm for resampling: one value (isotropic) or `x,y,z`, each within the range a
 /// CT voxel can have.
 pub fn spacing_mm(text: &str) -> Result<[f64; 3], String> {
-    use tessera_core::dicom::{MAX_SPACING_MM, MIN_SPACING_MM};
+    use tessera_dicom::dicom::{MAX_SPACING_MM, MIN_SPACING_MM};
     let values: Vec<f64> = text
         .split(',')
         .map(|p| p.trim().parse::<f64>())

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use serde::Serialize;
-use tessera_core::dicom;
-use tessera_core::volume::format_size;
+use tessera_dicom::dicom;
+use tessera_dicom::volume::format_size;
 
 use crate::common::series::{SeriesRow, row, volume_row};
 
@@ -38,8 +38,8 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let options = dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
-    let (report, rows) = if tessera_core::image_file::format_of(&path).is_some() {
-        let (volume, report) = tessera_core::study::open(&path, None, options)?;
+    let (report, rows) = if tessera_dicom::image_file::format_of(&path).is_some() {
+        let (volume, report) = tessera_dicom::study::open(&path, None, options)?;
         (report, vec![volume_row(&volume)])
     } else {
         let report = dicom::scan(&path).with_context(|| format!("scanning {}", path.display()))?;

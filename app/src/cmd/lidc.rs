@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use tessera_core::lidc;
+use tessera_dicom::lidc;
 
 #[derive(Debug, clap::Args)]
 pub struct LidcArgs {
@@ -15,7 +15,7 @@ pub struct LidcArgs {
 }
 
 pub fn run(args: &LidcArgs) -> anyhow::Result<()> {
-    let (volume, _) = tessera_core::dicom::open(&args.path, None, Default::default())
+    let (volume, _) = tessera_dicom::dicom::open(&args.path, None, Default::default())
         .with_context(|| format!("opening {}", args.path.display()))?;
     let xml = lidc::find_xml(&args.path)
         .with_context(|| format!("no LIDC reader XML under {}", args.path.display()))?;

@@ -6,10 +6,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use tessera_core::lidc;
 use tessera_core::measure::{Method, NoduleType, measure};
 use tessera_core::phantom::{self, PhantomSpec, structures::NoduleKind};
-use tessera_core::volume::StudyVoxelBox;
+use tessera_dicom::lidc;
+use tessera_dicom::volume::StudyVoxelBox;
 
 /// A LIDC-IDRI case's outlined nodules, or (without `path`) the nodules of phantoms of
 /// `seeds` on a screening protocol's voxels.
@@ -36,7 +36,7 @@ fn phantoms(seeds: &[u64]) -> anyhow::Result<()> {
         };
         let p = phantom::generate(&spec)?;
         let v = &p.volume;
-        let field = tessera_core::lung::segment(&v.voxels, v.geometry.spacing_mm);
+        let field = tessera_maps::lung::segment(&v.voxels, v.geometry.spacing_mm);
         let in_lung = |at: [usize; 3]| field.is_lung(at);
         for n in &p.truth.nodules {
             let started = Instant::now();
@@ -111,7 +111,7 @@ fn kind_label(kind: NoduleKind) -> &'static str {
 /// Each nodule the readers outlined: Tessera's axes measured in the box of their outlines,
 /// beside each reader's in-plane extents.
 fn lidc_case(path: &Path) -> anyhow::Result<()> {
-    let (volume, _) = tessera_core::dicom::open(path, None, Default::default())
+    let (volume, _) = tessera_dicom::dicom::open(path, None, Default::default())
         .with_context(|| format!("opening {}", path.display()))?;
     let xml = lidc::find_xml(path)
         .with_context(|| format!("no LIDC reader XML under {}", path.display()))?;
@@ -121,7 +121,7 @@ fn lidc_case(path: &Path) -> anyhow::Result<()> {
         .world_from_voxel
         .inverse()
         .context("the series' geometry cannot be inverted")?;
-    let field = tessera_core::lung::segment(&volume.voxels, volume.geometry.spacing_mm);
+    let field = tessera_maps::lung::segment(&volume.voxels, volume.geometry.spacing_mm);
     let in_lung = |v: [usize; 3]| field.is_lung(v);
     println!(
         "{} (LIDC-IDRI, CC BY 3.0): each outlined nodule, Tessera in the box of the readers' outlines",

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use tessera_core::pacs::{Auth, Progress, Server, StudyQuery};
+use tessera_pacs::{Auth, Progress, Server, StudyQuery};
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
@@ -140,7 +140,7 @@ fn collect(path: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     for entry in entries {
         if entry.is_dir() {
             collect(&entry, files)?;
-        } else if tessera_core::io::is_dicom_file(&entry) {
+        } else if tessera_dicom::io::is_dicom_file(&entry) {
             files.push(entry);
         }
     }

@@ -62,7 +62,7 @@ pub fn run(args: &PhantomArgs) -> anyhow::Result<()> {
     println!(
         "phantom seed {} {} at {:?} mm: {} nodule(s) -> {} (generated in {generated_s:.2} s, written in {:.2} s)",
         spec.seed,
-        tessera_core::volume::format_size(spec.size),
+        tessera_dicom::volume::format_size(spec.size),
         spec.spacing_mm,
         phantom.truth.nodules.len(),
         args.out.display(),

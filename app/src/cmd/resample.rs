@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use serde_json::json;
-use tessera_core::{lidc, npy, resample::resample};
+use tessera_dicom::{lidc, npy};
+use tessera_plan::resample::resample;
 
 use super::{flags, outputs};
 
@@ -44,10 +45,10 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
             args.out.display()
         );
     }
-    let options = tessera_core::dicom::LoadOptions {
+    let options = tessera_dicom::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
-    let (volume, scan) = tessera_core::study::open(&args.path, None, options)
+    let (volume, scan) = tessera_dicom::study::open(&args.path, None, options)
         .with_context(|| format!("opening {}", args.path.display()))?;
     outputs::check(
         &[&args.out, &sidecar_path],
@@ -92,7 +93,7 @@ pub fn run(args: &ResampleArgs) -> anyhow::Result<()> {
         "filled_slices": volume.filled_slices,
     });
     let sidecar_text = serde_json::to_string_pretty(&sidecar)?;
-    tessera_core::io::write_set(&[
+    tessera_dicom::io::write_set(&[
         (&args.out, &volume_bytes),
         (&sidecar_path, sidecar_text.as_bytes()),
     ])?;

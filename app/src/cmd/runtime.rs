@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use tessera_core::infer::init_runtime;
-use tessera_core::infer::runtime::Flavour;
+use tessera_infer::init_runtime;
+use tessera_infer::runtime::Flavour;
 
 #[derive(Debug, clap::Args)]
 pub struct RuntimeArgs {
@@ -23,7 +23,7 @@ pub fn run(args: &RuntimeArgs, explicit: Option<&Path>) -> anyhow::Result<()> {
     println!("found via: {}", runtime.source);
     println!(
         "shipped models: {}",
-        tessera_core::model::shipped_models_dir().display()
+        tessera_plan::model::shipped_models_dir().display()
     );
     if args.gpu {
         println!("CUDA libraries preloaded: {}", runtime.cuda_libraries);

@@ -48,7 +48,7 @@ pub fn run(args: &SrArgs) -> anyhow::Result<()> {
         .chain(args.review.as_deref())
         .collect();
     super::outputs::refuse_same(out, &inputs)?;
-    tessera_core::io::check_output(out, &[], args.force).map_err(super::outputs::Refused::from)?;
+    tessera_dicom::io::check_output(out, &[], args.force).map_err(super::outputs::Refused::from)?;
     let selection = if args.accepted_only {
         Selection::AcceptedOnly
     } else {
@@ -67,7 +67,7 @@ pub fn run(args: &SrArgs) -> anyhow::Result<()> {
 }
 
 fn dump(path: &Path) -> anyhow::Result<()> {
-    let read = tessera_core::dicom::sr::read_sr(path)?;
+    let read = tessera_dicom::dicom::sr::read_sr(path)?;
     let findings = sr::findings(&read, path)?;
     println!(
         "{}: study {}, {} finding(s){}",

@@ -8,18 +8,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
-use tessera_core::infer::Device;
-use tessera_core::infer::arena::CpuAllocator;
-use tessera_core::memory::calibrate::{self, Calibration};
-use tessera_core::memory::file::MemoryModelFile;
-use tessera_core::memory::line::MemoryModel;
-use tessera_core::memory::measured::MeasuredRun;
-use tessera_core::model::Model;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
-use tessera_core::pipeline::{self, DetectConfig, PatchChoice};
-use tessera_core::plan::{BlendMode, ModelGrid, format_bytes, parse_bytes};
 use tessera_core::report::DetectionReport;
-use tessera_core::volume::format_size;
+use tessera_dicom::volume::format_size;
+use tessera_plan::bytes::format_bytes;
+use tessera_plan::bytes::parse_bytes;
+use tessera_plan::device::CpuAllocator;
+use tessera_plan::device::Device;
+use tessera_plan::memory::calibrate::{self, Calibration};
+use tessera_plan::memory::file::MemoryModelFile;
+use tessera_plan::memory::line::MemoryModel;
+use tessera_plan::memory::measured::MeasuredRun;
+use tessera_plan::model::Model;
+use tessera_plan::model_grid::ModelGrid;
+use tessera_plan::plan::BlendMode;
+use tessera_plan::request::{DetectConfig, PatchChoice};
 
 use super::chart::{ChartData, ChartPoint};
 use crate::common::parse::parse_size;
@@ -114,22 +117,22 @@ struct Setup {
     model_dir: PathBuf,
     model: Model,
     study: PathBuf,
-    geometry: tessera_core::Geometry,
+    geometry: tessera_dicom::Geometry,
     outputs: Vec<PathBuf>,
 }
 
 fn setup(args: &SweepArgs) -> anyhow::Result<Setup> {
     let model_dir = match &args.model {
         Some(dir) => dir.clone(),
-        None => tessera_core::model::default_detector()?,
+        None => tessera_plan::model::default_detector()?,
     };
     let model = Model::load(&model_dir)
         .with_context(|| format!("loading the model in {}", model_dir.display()))?;
     let study = crate::common::demo::study_or_demo(args.path.as_deref())?;
-    let options = tessera_core::dicom::LoadOptions {
+    let options = tessera_dicom::dicom::LoadOptions {
         allow_gaps: args.allow_gaps,
     };
-    let scan = tessera_core::dicom::scan(&study)
+    let scan = tessera_dicom::dicom::scan(&study)
         .with_context(|| format!("scanning {}", study.display()))?;
     let outputs: Vec<PathBuf> = OUTPUT_FILES.iter().map(|f| args.out.join(f)).collect();
     let output_refs: Vec<&Path> = outputs.iter().map(PathBuf::as_path).collect();
@@ -138,8 +141,8 @@ fn setup(args: &SweepArgs) -> anyhow::Result<Setup> {
         &super::outputs::inputs_of(&study, &scan),
         args.force,
     )?;
-    let series = tessera_core::dicom::choose(&scan, &study, None)?;
-    let geometry = tessera_core::dicom::layout(series, options)
+    let series = tessera_dicom::dicom::choose(&scan, &study, None)?;
+    let geometry = tessera_dicom::dicom::layout(series, options)
         .with_context(|| format!("opening {}", study.display()))?
         .geometry;
     Ok(Setup {
@@ -170,7 +173,7 @@ fn memory_file(
 /// `(label, patch)` of every run: the reference first, then the patches to sweep.
 fn runs_to_make(
     args: &SweepArgs,
-    geometry: &tessera_core::Geometry,
+    geometry: &tessera_dicom::Geometry,
     model: &Model,
     whole: [usize; 3],
 ) -> anyhow::Result<Vec<(String, [usize; 3])>> {
@@ -189,7 +192,7 @@ fn runs_to_make(
 /// when a budget and a memory model give one).
 fn patches_to_sweep(
     args: &SweepArgs,
-    geometry: &tessera_core::Geometry,
+    geometry: &tessera_dicom::Geometry,
     model: &Model,
     whole: [usize; 3],
 ) -> anyhow::Result<Vec<[usize; 3]>> {
@@ -202,7 +205,7 @@ fn patches_to_sweep(
     }
     let mut list = derived_patches(whole, model.card.grid());
     if let Some(budget_bytes) = args.memory_budget
-        && let Ok(chosen) = pipeline::resolve_patch(
+        && let Ok(chosen) = tessera_plan::request::resolve_patch(
             geometry,
             model,
             &config(args, model, whole),
@@ -259,7 +262,7 @@ fn sweep_command(
 /// Runs `command` to its end, or kills it when `cancel` is set (`None`).
 pub(crate) fn wait_for(
     mut command: Command,
-    cancel: &tessera_core::infer::CancelToken,
+    cancel: &tessera_plan::device::CancelToken,
 ) -> anyhow::Result<Option<std::process::ExitStatus>> {
     let mut child = command.spawn().context("running tessera detect")?;
     loop {
@@ -337,7 +340,7 @@ const EXIT_CANCELLED: u8 = 130;
 /// files and `runs/` appear only when every run succeeded. Ctrl-C or SIGTERM stops the run in
 /// flight (its process is killed, not left behind) and removes the staging folder.
 pub fn run(args: &SweepArgs, ort_lib: Option<&Path>) -> anyhow::Result<std::process::ExitCode> {
-    let cancel = tessera_core::infer::CancelToken::new();
+    let cancel = tessera_plan::device::CancelToken::new();
     let on_signal = cancel.clone();
     // Only one handler per process; a second install (tests calling run twice) keeps the first.
     let _ = ctrlc::set_handler(move || on_signal.cancel());
@@ -362,7 +365,7 @@ fn sweep(
     args: &SweepArgs,
     ort_lib: Option<&Path>,
     staging: &Path,
-    cancel: &tessera_core::infer::CancelToken,
+    cancel: &tessera_plan::device::CancelToken,
 ) -> anyhow::Result<bool> {
     let Setup {
         model_dir,
@@ -371,7 +374,7 @@ fn sweep(
         geometry,
         outputs,
     } = setup(args)?;
-    let size = pipeline::model_geometry(&geometry, &model).size;
+    let size = tessera_plan::request::model_geometry(&geometry, &model).size;
     let whole = model.card.grid().padded(size);
     let runs = runs_to_make(args, &geometry, &model, whole)?;
     std::fs::create_dir_all(&args.out)
@@ -445,7 +448,7 @@ fn sweep(
     if cancel.is_cancelled() {
         return Ok(false);
     }
-    tessera_core::io::write_set(&files)?;
+    tessera_dicom::io::write_set(&files)?;
     // runs/ replaces the previous sweep's (ours, written the same way).
     let runs = args.out.join("runs");
     if runs.is_dir() {
@@ -467,18 +470,7 @@ fn sweep(
 
 /// Full axial context at decreasing depths, then narrower x/y at a middle depth.
 fn derived_patches(whole: [usize; 3], grid: ModelGrid) -> Vec<[usize; 3]> {
-    // A window that depends on all of itself keeps no core, so needs no halo.
-    let halo = |a: usize| {
-        if grid.window_dependent {
-            0
-        } else {
-            grid.halo_along(a)
-        }
-    };
-    let on_stride = |a: usize, v: usize| {
-        let s = grid.stride_along(a);
-        (v / s * s).max(2 * halo(a) + 2 * s)
-    };
+    let on_stride = |a: usize, v: usize| grid.down_to_stride(a, v).max(grid.smallest_side(a));
     let mut out = Vec::new();
     for fraction in [0.75, 0.5, 0.375, 0.25] {
         let z = on_stride(2, (whole[2] as f64 * fraction) as usize);

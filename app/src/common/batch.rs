@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tessera_core::plan::format_bytes;
+use tessera_plan::bytes::format_bytes;
 
 pub const SCHEMA: &str = "tessera.batch-study/1";
 /// The marker that says an output folder is a batch's (anything else non-empty is refused).
@@ -72,7 +72,7 @@ impl StudyRecord {
     }
 
     pub fn read(path: &Path) -> anyhow::Result<Self> {
-        let bytes = tessera_core::io::read_regular_file(path)?;
+        let bytes = tessera_dicom::io::read_regular_file(path)?;
         let record: Self = serde_json::from_slice(&bytes)?;
         if record.schema != SCHEMA {
             anyhow::bail!("{} is not a {SCHEMA} record", path.display());
@@ -153,7 +153,7 @@ pub fn write_summary(out: &Path) -> anyhow::Result<Vec<StudyRecord>> {
 /// record is read again after each study).
 pub fn write_summary_of(out: &Path, records: &[StudyRecord]) -> anyhow::Result<()> {
     let (csv, md) = summary(records);
-    tessera_core::io::write_set(&[
+    tessera_dicom::io::write_set(&[
         (&out.join("summary.csv"), csv.as_bytes()),
         (&out.join("summary.md"), md.as_bytes()),
     ])?;

@@ -44,8 +44,8 @@ pub fn demo_study_dir() -> anyhow::Result<PathBuf> {
 }
 
 /// Refuses a folder that holds anything but a previous phantom (or nothing).
-pub(crate) fn check_phantom_folder(dir: &Path) -> Result<(), tessera_core::io::OutputError> {
-    let refuse = |reason: String| tessera_core::io::OutputError::NotOurFolder {
+pub(crate) fn check_phantom_folder(dir: &Path) -> Result<(), tessera_dicom::io::OutputError> {
+    let refuse = |reason: String| tessera_dicom::io::OutputError::NotOurFolder {
         path: dir.to_path_buf(),
         reason,
     };
@@ -53,7 +53,7 @@ pub(crate) fn check_phantom_folder(dir: &Path) -> Result<(), tessera_core::io::O
         return Ok(()); // does not exist yet
     };
     if !meta.is_dir() {
-        return Err(tessera_core::io::OutputError::NotAFile {
+        return Err(tessera_dicom::io::OutputError::NotAFile {
             path: dir.to_path_buf(),
             kind: "not a folder",
         });
@@ -106,7 +106,7 @@ pub(crate) fn write_folder(phantom: &phantom::Phantom, dir: &Path) -> anyhow::Re
 
 /// `$TESSERA_CACHE_DIR`, else `$XDG_CACHE_HOME/tessera`, else `~/.cache/tessera`.
 pub fn cache_root() -> PathBuf {
-    let from_env = tessera_core::places::env_path;
+    let from_env = tessera_dicom::places::env_path;
     from_env("TESSERA_CACHE_DIR")
         .or_else(|| from_env("XDG_CACHE_HOME").map(|p| p.join("tessera")))
         .or_else(|| from_env("HOME").map(|p| Path::new(&p).join(".cache").join("tessera")))

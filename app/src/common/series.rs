@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
-use tessera_core::dicom::{self, SeriesFiles};
+use tessera_dicom::dicom::{self, SeriesFiles};
 
 /// One series as `info --json` prints it (a documented, stable schema).
 #[derive(Debug, Clone, Serialize)]
@@ -30,7 +30,7 @@ pub struct SeriesRow {
 }
 
 /// The row of a volume read from one NIfTI or MetaImage file.
-pub fn volume_row(volume: &tessera_core::Volume) -> SeriesRow {
+pub fn volume_row(volume: &tessera_dicom::Volume) -> SeriesRow {
     let info = &volume.info;
     SeriesRow {
         series_uid: info.series_uid.clone(),

@@ -37,8 +37,8 @@ impl std::fmt::Debug for Settings {
 
 impl Settings {
     /// The PACS credentials: the environment's, else these settings', else none.
-    pub fn pacs_auth(&self) -> anyhow::Result<Option<tessera_core::pacs::Auth>> {
-        use tessera_core::pacs::Auth;
+    pub fn pacs_auth(&self) -> anyhow::Result<Option<tessera_pacs::Auth>> {
+        use tessera_pacs::Auth;
         if let Some(auth) = Auth::from_env()? {
             return Ok(Some(auth));
         }
@@ -55,13 +55,13 @@ impl Settings {
     }
 
     /// A client for the configured PACS.
-    pub fn pacs_server(&self) -> anyhow::Result<tessera_core::pacs::Server> {
+    pub fn pacs_server(&self) -> anyhow::Result<tessera_pacs::Server> {
         if self.pacs_url.trim().is_empty() {
             anyhow::bail!(
                 "no PACS URL: set the server's DICOMweb root (e.g. http://localhost:8042/dicom-web)"
             );
         }
-        Ok(tessera_core::pacs::Server::new(
+        Ok(tessera_pacs::Server::new(
             &self.pacs_url,
             self.pacs_auth()?,
         )?)
@@ -84,9 +84,9 @@ impl Places {
     /// `$XDG_CONFIG_HOME/tessera/settings.json`, `$XDG_DATA_HOME/tessera/reviews/` and
     /// `$XDG_DATA_HOME/tessera/models/` (defaults `~/.config`, `~/.local/share`).
     pub fn user() -> Self {
-        let var = tessera_core::places::env_path;
+        let var = tessera_dicom::places::env_path;
         let config = var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")));
-        let data = tessera_core::places::user_data_dir();
+        let data = tessera_dicom::places::user_data_dir();
         Self {
             settings: config.map(|c| c.join("tessera/settings.json")),
             reviews: data.as_ref().map(|d| d.join("reviews")),
@@ -108,7 +108,7 @@ impl Places {
     /// The models a run can choose from: the shipped ones, then the user's models folder's
     /// (each folder there with a `model.json`), each group sorted by name.
     pub fn installed_models(&self) -> Vec<PathBuf> {
-        let mut found = tessera_core::model::shipped_model_dirs().unwrap_or_default();
+        let mut found = tessera_plan::model::shipped_model_dirs().unwrap_or_default();
         if let Some(Ok(entries)) = self.models.as_ref().map(std::fs::read_dir) {
             let mut own: Vec<PathBuf> = entries
                 .filter_map(Result::ok)
@@ -126,7 +126,7 @@ impl Places {
         let Some(path) = &self.settings else {
             return Ok(Settings::default());
         };
-        match tessera_core::io::read_regular_file(path) {
+        match tessera_dicom::io::read_regular_file(path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .with_context(|| format!("{} is not a Tessera settings file", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
@@ -160,7 +160,7 @@ fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
     }
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    tessera_core::io::write_atomic(path, &bytes)
+    tessera_dicom::io::write_atomic(path, &bytes)
         .with_context(|| format!("writing {}", path.display()))
 }
 
@@ -189,7 +189,7 @@ mod tests {
     -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let places = Places::under(dir.path());
-        let shipped = tessera_core::model::shipped_model_dirs()?;
+        let shipped = tessera_plan::model::shipped_model_dirs()?;
         assert_eq!(places.installed_models(), shipped, "no models folder yet");
         let own = dir.path().join("models");
         for name in ["monai-lung-nodule", "a-converted-bundle", "not-a-model"] {

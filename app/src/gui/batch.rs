@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use egui::Ui;
-use tessera_core::model::{Model, ModelCard};
-use tessera_core::pipeline::{self, DetectConfig};
-use tessera_core::plan::{TileSpec, format_bytes};
 use tessera_core::report::DetectionReport;
-use tessera_core::volume::{Volume, format_size};
+use tessera_dicom::volume::{Volume, format_size};
+use tessera_plan::bytes::format_bytes;
+use tessera_plan::model::{Model, ModelCard};
+use tessera_plan::plan::TileSpec;
+use tessera_plan::request::DetectConfig;
 
 use super::run::RunRecord;
 use crate::common::batch::{StudyRecord, collect};
@@ -155,8 +156,8 @@ pub fn run_from_file(
         },
         ..defaults
     };
-    let model_geometry = pipeline::model_geometry(&volume.geometry, &model);
-    let plan = pipeline::plan_for(model_geometry.size, &model, &config, 0)
+    let model_geometry = tessera_plan::request::model_geometry(&volume.geometry, &model);
+    let plan = tessera_plan::request::plan_for(model_geometry.size, &model, &config, 0)
         .with_context(|| format!("the plan of {}", path.display()))?;
     let record = RunRecord {
         label: format!(

@@ -3,7 +3,7 @@
 //! the pointer, and a scale bar; each on a dark backing, so that it reads over bright anatomy.
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Stroke, pos2, vec2};
-use tessera_core::view::{Plane, orientation_letters};
+use tessera_dicom::view::{Plane, orientation_letters};
 
 use super::study::{Study, plane_index};
 

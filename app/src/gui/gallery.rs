@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use egui::{Color32, Sense, Stroke, StrokeKind, TextureHandle, Ui, vec2};
-use tessera_core::view::{Plane, WindowLevel, crop_image};
+use tessera_dicom::view::{Plane, WindowLevel, crop_image};
 
 use super::reading::decision_label;
 use super::run::RunRecord;

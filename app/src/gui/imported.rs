@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use egui::Ui;
 use tessera_core::sr::SrFinding;
-use tessera_core::volume::StudyVoxelBox;
+use tessera_dicom::volume::StudyVoxelBox;
 
 use super::reading::decision_label;
 use super::study::Study;
@@ -24,7 +24,7 @@ impl Imported {
     /// Reads `path` and places its findings on `study`; refused when the SR is about another
     /// series or frame of reference (its coordinates would land on the wrong anatomy).
     pub fn load(path: &Path, study: &Study) -> anyhow::Result<Self> {
-        let read = tessera_core::dicom::sr::read_sr(path)?;
+        let read = tessera_dicom::dicom::sr::read_sr(path)?;
         let findings = tessera_core::sr::findings(&read, path)?;
         let info = &study.volume.info;
         if let Some(series) = &read.evidence_series_uid

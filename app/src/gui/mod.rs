@@ -215,7 +215,7 @@ impl TesseraApp {
     /// Starts loading `source` in the background (`series_uid` picks one of several series).
     pub fn open(&mut self, source: Source, series_uid: Option<String>) {
         self.picker = None;
-        let options = tessera_core::dicom::LoadOptions {
+        let options = tessera_dicom::dicom::LoadOptions {
             allow_gaps: self.allow_gaps,
         };
         self.load = Some(LoadJob::start(
@@ -637,7 +637,7 @@ impl TesseraApp {
     pub fn export_sr(&self, selection: Selection, path: &std::path::Path) -> anyhow::Result<usize> {
         let record = self.run_panel.runs.last().context("no run to export")?;
         let inputs: Vec<PathBuf> = self.study.iter().map(|s| s.source.clone()).collect();
-        tessera_core::io::check_output(path, &inputs, false)?;
+        tessera_dicom::io::check_output(path, &inputs, false)?;
         let review = self.review.reading.review.as_ref();
         let options = SrOptions::now(selection);
         tessera_core::sr::write(path, &record.report, review, &options)
@@ -706,13 +706,13 @@ impl TesseraApp {
 
     /// Sends the last run's accepted findings as an SR to the configured PACS.
     pub fn send_sr(&mut self) {
-        let built = || -> anyhow::Result<(tessera_core::pacs::Server, Vec<u8>)> {
+        let built = || -> anyhow::Result<(tessera_pacs::Server, Vec<u8>)> {
             let server = self.review.reading.settings.pacs_server()?;
             let record = self.run_panel.runs.last().context("no run to send")?;
             let review = self.review.reading.review.as_ref();
             let options = SrOptions::now(Selection::AcceptedOnly);
             let (doc, _) = tessera_core::sr::document(&record.report, review, &options)?;
-            let bytes = tessera_core::dicom::sr::sr_bytes(&doc).map_err(anyhow::Error::msg)?;
+            let bytes = tessera_dicom::dicom::sr::sr_bytes(&doc).map_err(anyhow::Error::msg)?;
             Ok((server, bytes))
         };
         match built() {

@@ -2,11 +2,11 @@
 //! lung field of a run.
 
 use egui::{Color32, Rect};
-use tessera_core::grid_map::GridMap;
-use tessera_core::lung::LungField;
-use tessera_core::plan::{BlendMode, TilePlan};
-use tessera_core::stitch::axis_weight_sum;
-use tessera_core::view::Plane;
+use tessera_dicom::view::Plane;
+use tessera_maps::lung::LungField;
+use tessera_maps::stitch::axis_weight_sum;
+use tessera_plan::grid_map::GridMap;
+use tessera_plan::plan::{BlendMode, TilePlan};
 
 /// The blend weight map on this slice: the sum of the windows' weights (Gaussian or constant)
 /// normalised to its maximum; in halo mode, each window's core tinted in turn so that the

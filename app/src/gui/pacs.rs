@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, channel};
 
 use egui::Ui;
-use tessera_core::pacs::{Progress, SeriesRow, Server, StudyQuery, StudyRow};
+use tessera_pacs::{Progress, SeriesRow, Server, StudyQuery, StudyRow};
 
 /// What the worker reports.
 #[derive(Debug)]

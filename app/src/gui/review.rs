@@ -241,7 +241,7 @@ impl Review {
             record.label,
             record.report.detections.len(),
             record.report.stats.elapsed_s,
-            tessera_core::plan::format_bytes(record.report.stats.memory.peak_memory_bytes),
+            tessera_plan::bytes::format_bytes(record.report.stats.memory.peak_memory_bytes),
             record.report.stats.device_name
         ));
         ui.add(egui::Slider::new(&mut self.threshold, 0.0..=1.0).text("score threshold"));
@@ -514,16 +514,16 @@ pub fn export(
     inputs: &[PathBuf],
     review: Option<&tessera_core::review::Review>,
 ) -> anyhow::Result<()> {
-    tessera_core::io::check_output(path, inputs, false)?;
+    tessera_dicom::io::check_output(path, inputs, false)?;
     let written = match (kind, review.filter(|r| !r.findings.is_empty())) {
         (ExportKind::Json, Some(review)) => {
             let review_path = review_beside(path);
-            tessera_core::io::check_output(&review_path, inputs, false)?;
+            tessera_dicom::io::check_output(&review_path, inputs, false)?;
             let mut det = serde_json::to_vec_pretty(&record.report)?;
             det.push(b'\n');
             let mut decisions = serde_json::to_vec_pretty(review)?;
             decisions.push(b'\n');
-            tessera_core::io::write_set(&[(path, &det), (&review_path, &decisions)])
+            tessera_dicom::io::write_set(&[(path, &det), (&review_path, &decisions)])
                 .map_err(anyhow::Error::from)
         }
         (ExportKind::Json, None) => record.report.write_json(path).map_err(anyhow::Error::from),
@@ -574,7 +574,7 @@ pub fn write_png(image: &egui::ColorImage, path: &Path) -> anyhow::Result<()> {
     image::codecs::png::PngEncoder::new(&mut bytes)
         .write_image(&rgba, w as u32, h as u32, image::ExtendedColorType::Rgba8)
         .context("encoding the PNG")?;
-    tessera_core::io::write_atomic(path, &bytes)
+    tessera_dicom::io::write_atomic(path, &bytes)
         .with_context(|| format!("writing {}", path.display()))
 }
 

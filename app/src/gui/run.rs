@@ -7,17 +7,19 @@ use std::sync::mpsc::{Receiver, TryRecvError, channel};
 use std::time::Instant;
 
 use egui::Ui;
-use tessera_core::device::{CancelToken, Device};
-use tessera_core::grid_map::GridMap;
-use tessera_core::lung::LungField;
-use tessera_core::memory::forecast::baseline_estimate_bytes;
-use tessera_core::memory::probe::MemorySample;
-use tessera_core::model::{Model, default_detector, shipped_model_dirs};
-use tessera_core::pipeline::{self, DetectConfig, Event, PatchChoice, PipelineError};
-use tessera_core::plan::{BlendMode, PlanError, TilePlan, TileSpec, Window, format_bytes};
+use tessera_core::pipeline::{self, Event, PipelineError};
 use tessera_core::report::DetectionReport;
-use tessera_core::volume::format_size;
-use tessera_core::{Geometry, Volume};
+use tessera_dicom::volume::format_size;
+use tessera_dicom::{Geometry, Volume};
+use tessera_maps::lung::LungField;
+use tessera_plan::bytes::format_bytes;
+use tessera_plan::device::{CancelToken, Device};
+use tessera_plan::grid_map::GridMap;
+use tessera_plan::memory::forecast::baseline_estimate_bytes;
+use tessera_plan::memory::probe::MemorySample;
+use tessera_plan::model::{Model, default_detector, shipped_model_dirs};
+use tessera_plan::plan::{BlendMode, PlanError, TilePlan, TileSpec, Window};
+use tessera_plan::request::{DetectConfig, PatchChoice};
 
 use super::{Message, Review, Study};
 
@@ -185,12 +187,12 @@ impl RunPanel {
     }
 
     /// The display window the chosen model's card reads findings in, if it names one.
-    pub fn reading_window(&self) -> Option<tessera_core::view::WindowLevel> {
+    pub fn reading_window(&self) -> Option<tessera_dicom::view::WindowLevel> {
         let Some(Ok(model)) = &self.model else {
             return None;
         };
         let w = model.card.display_window.as_ref()?;
-        Some(tessera_core::view::WindowLevel {
+        Some(tessera_dicom::view::WindowLevel {
             center_hu: w.center_hu,
             width_hu: w.width_hu,
         })
@@ -232,9 +234,10 @@ impl RunPanel {
     fn update_model_grid(&mut self) {
         self.preview = None;
         self.model_grid = match (&self.model, &self.volume) {
-            (Some(Ok(model)), Some(volume)) => {
-                Some(pipeline::model_geometry(&volume.geometry, model))
-            }
+            (Some(Ok(model)), Some(volume)) => Some(tessera_plan::request::model_geometry(
+                &volume.geometry,
+                model,
+            )),
             _ => None,
         };
     }
@@ -267,7 +270,12 @@ impl RunPanel {
         let size = self.model_grid.as_ref()?.size;
         let volume = self.volume.as_ref()?;
         let baseline = baseline_estimate_bytes(&volume.geometry, model, self.device);
-        Some(pipeline::plan_for(size, model, &self.config(), baseline))
+        Some(tessera_plan::request::plan_for(
+            size,
+            model,
+            &self.config(),
+            baseline,
+        ))
     }
 
     /// [`Self::plan`], made again only when a setting, the model or the study changed.
@@ -585,7 +593,8 @@ impl RunPanel {
         let choice = PatchChoice::Budget {
             budget_bytes: budget,
         };
-        match pipeline::resolve_patch(&volume.geometry, model, &self.config(), choice) {
+        match tessera_plan::request::resolve_patch(&volume.geometry, model, &self.config(), choice)
+        {
             Ok(resolved) => {
                 self.patch = resolved.patch;
                 self.budget_refusal = None;

@@ -6,9 +6,9 @@
 //! slice), double-click maximises a view.
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, pos2, vec2};
-use tessera_core::grid_map::GridMap;
-use tessera_core::plan::{BlendMode, TilePlan};
-use tessera_core::view::{Plane, SlabMode, WindowLevel, box_on_slice, slab_image, slice_image};
+use tessera_dicom::view::{Plane, SlabMode, WindowLevel, box_on_slice, slab_image, slice_image};
+use tessera_plan::grid_map::GridMap;
+use tessera_plan::plan::{BlendMode, TilePlan};
 
 use super::corner_text::{self, Backed};
 use super::run::{Overlay, WindowState};
@@ -638,7 +638,7 @@ fn slab_ui(ui: &mut Ui, study: &mut Study) {
                 .slab
                 .is_some_and(|s| (s.thickness_mm - t).abs() < 1e-9);
             if ui.selectable_label(on, format!("{t:.0}")).clicked() {
-                study.slab = Some(tessera_core::view::Slab {
+                study.slab = Some(tessera_dicom::view::Slab {
                     thickness_mm: t,
                     mode,
                 });

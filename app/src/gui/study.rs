@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, TryRecvError, channel};
 use std::time::Instant;
 
-use tessera_core::dicom::{self, ScanReport};
-use tessera_core::view::{Plane, Slab, SlabMode, WindowLevel};
-use tessera_core::{Volume, volume::format_size};
+use tessera_dicom::dicom::{self, ScanReport};
+use tessera_dicom::view::{Plane, Slab, SlabMode, WindowLevel};
+use tessera_dicom::{Volume, volume::format_size};
 
 use crate::common::series::{SeriesRow, row};
 
@@ -127,9 +127,9 @@ fn load(
         }
         Source::Path(p) => p,
     };
-    if tessera_core::image_file::format_of(&path).is_some() {
+    if tessera_dicom::image_file::format_of(&path).is_some() {
         send(LoadMessage::Stage(format!("reading {}", path.display())));
-        let volume = tessera_core::image_file::read(&path)?;
+        let volume = tessera_dicom::image_file::read(&path)?;
         return Ok(LoadMessage::Loaded(path, Box::new(volume)));
     }
     send(LoadMessage::Stage(format!("scanning {}", path.display())));

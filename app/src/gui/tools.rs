@@ -4,8 +4,8 @@
 
 use egui::{Align2, FontId, Pos2, Stroke, StrokeKind};
 use tessera_core::review::AddedFinding;
-use tessera_core::view::Plane;
-use tessera_core::volume::{Geometry, StudyVoxelBox};
+use tessera_dicom::view::Plane;
+use tessera_dicom::volume::{Geometry, StudyVoxelBox};
 
 use super::colors;
 
@@ -84,7 +84,7 @@ pub enum Phase {
 pub fn length_mm(stroke: &Stroke3, geometry: &Geometry) -> f64 {
     let world = |p: [f64; 3]| geometry.world_from_voxel.apply(p.map(|v| v - 0.5));
     let (a, b) = (world(stroke.from), world(stroke.to));
-    tessera_core::geometry::norm(std::array::from_fn(|k| a[k] - b[k]))
+    tessera_dicom::geometry::norm(std::array::from_fn(|k| a[k] - b[k]))
 }
 
 /// The finding a drawn box stands for: its in-plane sides as drawn, the third side their mean

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use tessera::gui::{Source, TesseraApp};
-use tessera_core::model::shipped_models_dir;
 use tessera_core::phantom::{self, PhantomSpec};
+use tessera_plan::model::shipped_models_dir;
 
 pub fn phantom_study(dir: &Path, size: [usize; 3]) -> PathBuf {
     let spec = PhantomSpec {

@@ -86,7 +86,7 @@ impl FilledSlice {
 }
 
 /// A box of a study's own voxels `[x, y, z]`: `min` inclusive, `max` exclusive. (Boxes on
-/// the grid a model ran on are `tessera_plan::detect::ModelGridBox`.)
+/// the grid a model ran on are `tessera_maps::decode::ModelGridBox`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StudyVoxelBox {
     pub min: [usize; 3],

@@ -15,7 +15,6 @@ use std::sync::OnceLock;
 
 use ort::AsPointer as _;
 use ort::environment::Environment;
-pub use tessera_plan::device::CpuAllocator;
 
 static TIGHT_ARENA: OnceLock<Result<(), String>> = OnceLock::new();
 

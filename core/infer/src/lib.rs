@@ -12,5 +12,3 @@ pub mod session;
 pub use classifier::PatchClassifier;
 pub use runtime::{Runtime, RuntimeError, RuntimeSource, init_runtime, locate_runtime};
 pub use session::{Cause, Engine, InferError, WindowOutputs};
-/// The shared run types, where the engine's users expect them.
-pub use tessera_plan::device::{CancelToken, Device};

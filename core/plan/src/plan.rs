@@ -21,7 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use tessera_dicom::volume::format_size;
 
+use crate::bytes::format_bytes;
 use crate::memory::forecast::MemoryForecast;
+use crate::model_grid::ModelGrid;
+use crate::patch::over_budget_advice;
 
 /// How overlapping window outputs are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,262 +73,6 @@ pub struct TileSpec {
     /// Let one window cover the whole volume. Off by default: that is not tiling.
     pub allow_single_pass: bool,
     pub memory_budget_bytes: Option<u64>,
-}
-
-/// What the model imposes on windows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModelGrid {
-    /// Windows start on multiples of it and the volume is padded to it, `[x, y, z]`.
-    pub stride: [usize; 3],
-    pub receptive_radius: usize,
-    /// A window's outputs depend on all of it (normalisation over the window): no halo makes
-    /// a tile exact, so halo mode is refused, and blended windows need no core.
-    pub window_dependent: bool,
-}
-
-impl ModelGrid {
-    /// The stride along `axis`, at least 1.
-    pub fn stride_along(&self, axis: usize) -> usize {
-        self.stride[axis].max(1)
-    }
-
-    /// The receptive-field radius rounded up to the stride along `axis`: a halo mode window's
-    /// context on each side of its core.
-    pub fn halo_along(&self, axis: usize) -> usize {
-        let s = self.stride_along(axis);
-        self.receptive_radius.div_ceil(s) * s
-    }
-
-    /// `size` rounded up to the stride on every axis: the grid the windows cover.
-    pub fn padded(&self, size: [usize; 3]) -> [usize; 3] {
-        std::array::from_fn(|a| size[a].div_ceil(self.stride_along(a)) * self.stride_along(a))
-    }
-}
-
-/// Share of a memory budget kept free when choosing a patch (driver, display, other work).
-pub const BUDGET_HEADROOM: f64 = 0.10;
-
-/// The patch with the best throughput for `blend` whose predicted peak fits `budget_bytes`
-/// with [`BUDGET_HEADROOM`]. Never a single window.
-///
-/// - Blended modes: full axial (x/y) context first, as deep in z as fits (fewer windows, less
-///   recompute), and narrower in x/y only when no depth fits.
-/// - Halo: the exact plan that processes the fewest voxels. Each seam costs twice the halo
-///   whatever the patch, so the cost is the number of seams: at a small budget two windows
-///   across x/y and deep cores beat full x/y with shallow ones (at 64 slices and a 20-voxel
-///   halo, a core keeps 24 of them). Each axis then gets the smallest patch that needs no
-///   more windows: the same work at a lower peak.
-pub fn choose_patch(
-    volume_size: [usize; 3],
-    grid: ModelGrid,
-    memory: &MemoryForecast,
-    budget_bytes: u64,
-    blend: BlendMode,
-) -> Result<[usize; 3], PlanError> {
-    let budget = Budget::new(volume_size, grid, memory, budget_bytes);
-    let chosen = match blend {
-        BlendMode::Halo => budget.fastest_exact(),
-        BlendMode::Gaussian | BlendMode::Constant => budget.deepest_full_axial(),
-    };
-    chosen.ok_or_else(|| {
-        let smallest: [usize; 3] =
-            std::array::from_fn(|a| budget.smallest_side[a].min(budget.padded[a]));
-        let predicted = memory.peak_bytes(smallest.iter().product());
-        PlanError::NothingFits {
-            smallest: format_size(smallest),
-            predicted: format_bytes(predicted),
-            budget: format_bytes(budget_bytes),
-            least_budget: format_bytes(least_budget_bytes(predicted)),
-        }
-    })
-}
-
-/// The least budget whose share after [`BUDGET_HEADROOM`] holds `predicted_bytes`.
-pub fn least_budget_bytes(predicted_bytes: u64) -> u64 {
-    (predicted_bytes as f64 / (1.0 - BUDGET_HEADROOM)).ceil() as u64
-}
-
-/// Why `patch` (predicted at `predicted` bytes) is over `budget_bytes`, and what would run:
-/// the patch [`choose_patch`] finds for the budget, or the least budget any patch needs.
-fn over_budget_advice(
-    volume_size: [usize; 3],
-    grid: ModelGrid,
-    memory: &MemoryForecast,
-    budget_bytes: u64,
-    blend: BlendMode,
-    predicted: u64,
-) -> String {
-    match choose_patch(volume_size, grid, memory, budget_bytes, blend) {
-        Ok(fits) => format!(
-            "patch {} fits it (leave out --patch to have the budget choose it), or this patch needs a budget of at least {}",
-            format_size(fits),
-            format_bytes(predicted)
-        ),
-        Err(PlanError::NothingFits {
-            smallest,
-            least_budget,
-            ..
-        }) => format!(
-            "no patch fits it (the smallest, {smallest}, needs a budget of {least_budget}); this patch needs at least {}",
-            format_bytes(predicted)
-        ),
-        Err(other) => format!(
-            "this patch needs a budget of at least {} ({other})",
-            format_bytes(predicted)
-        ),
-    }
-}
-
-/// What [`choose_patch`] searches over.
-struct Budget<'a> {
-    grid: ModelGrid,
-    memory: &'a MemoryForecast,
-    usable_bytes: f64,
-    stride: [usize; 3],
-    halo: [usize; 3],
-    padded: [usize; 3],
-    /// Below this a window has no core.
-    smallest_side: [usize; 3],
-}
-
-impl<'a> Budget<'a> {
-    fn new(
-        volume_size: [usize; 3],
-        grid: ModelGrid,
-        memory: &'a MemoryForecast,
-        budget_bytes: u64,
-    ) -> Self {
-        let stride = std::array::from_fn(|a| grid.stride_along(a));
-        // A window that depends on all of itself keeps no core: only the stride bounds it.
-        let halo = std::array::from_fn(|a| {
-            if grid.window_dependent {
-                0
-            } else {
-                grid.halo_along(a)
-            }
-        });
-        Self {
-            grid,
-            memory,
-            usable_bytes: budget_bytes as f64 * (1.0 - BUDGET_HEADROOM),
-            stride,
-            halo,
-            padded: grid.padded(volume_size),
-            smallest_side: std::array::from_fn(|a| 2 * halo[a] + 2 * stride[a]),
-        }
-    }
-
-    fn fits(&self, patch: [usize; 3]) -> bool {
-        self.memory.peak_bytes(patch.iter().product()) as f64 <= self.usable_bytes
-    }
-
-    fn deepest_full_axial(&self) -> Option<[usize; 3]> {
-        let (s, padded, smallest_side) = (self.stride, self.padded, self.smallest_side);
-        let mut xy: [usize; 2] = [padded[0], padded[1]];
-        loop {
-            // Deepest z first; below the full depth so that the volume is tiled.
-            let deepest = if padded[2] > s[2] {
-                padded[2] - s[2]
-            } else {
-                s[2]
-            };
-            let mut z = deepest;
-            while z >= smallest_side[2].min(deepest) {
-                if self.fits([xy[0], xy[1], z]) {
-                    return Some([xy[0], xy[1], z]);
-                }
-                if z <= s[2] {
-                    break;
-                }
-                z -= s[2];
-            }
-            if (0..2).all(|a| xy[a] <= smallest_side[a]) {
-                return None;
-            }
-            // Halve x/y (kept on the stride), never below the smallest useful side.
-            xy = std::array::from_fn(|a| ((xy[a] / 2).div_ceil(s[a]) * s[a]).max(smallest_side[a]));
-        }
-    }
-
-    /// The smallest stride-aligned side that covers `n` along `axis` with `k` halo windows.
-    fn side_for(&self, axis: usize, n: usize, k: usize) -> usize {
-        if k <= 1 {
-            return n;
-        }
-        let (halo, s) = (self.halo[axis], self.stride[axis]);
-        let side = (n + 2 * halo * (k - 1)).div_ceil(k);
-        side.div_ceil(s) * s
-    }
-
-    fn fastest_exact(&self) -> Option<[usize; 3]> {
-        let spec = |patch| TileSpec {
-            patch,
-            overlap: 0.0,
-            blend: BlendMode::Halo,
-            allow_single_pass: false,
-            memory_budget_bytes: None,
-        };
-        // (voxels processed, windows, patch) of the best plan so far.
-        let mut best: Option<(usize, usize, [usize; 3])> = None;
-        for (x, y) in self.axial_sides() {
-            // Full x/y must split z, or it is one window.
-            let whole_axial = x == self.padded[0] && y == self.padded[1];
-            let cap = self.padded[2].saturating_sub(if whole_axial { self.stride[2] } else { 0 });
-            let Some(z) = self.deepest_fitting_z(x * y, cap) else {
-                continue;
-            };
-            let windows_z = halo_spans(self.padded[2], z, self.halo[2]).len();
-            let patch = [x, y, self.side_for(2, self.padded[2], windows_z).min(z)];
-            let Ok(plan) = TilePlan::new(self.padded, self.grid, &spec(patch), None) else {
-                continue; // one window (not tiling), or a patch with no core
-            };
-            let cost = (
-                plan.windows.iter().map(Window::voxels).sum(),
-                plan.windows.len(),
-            );
-            if best.is_none_or(|(v, n, _)| cost < (v, n)) {
-                best = Some((cost.0, cost.1, patch));
-            }
-        }
-        best.map(|(_, _, patch)| patch)
-    }
-
-    /// Candidate x/y sides: each axis split into 1, 2, 3, ... halo windows of the smallest
-    /// side that covers it, while a window keeps a core.
-    fn axial_sides(&self) -> Vec<(usize, usize)> {
-        let per_axis = |axis: usize| -> Vec<usize> {
-            let n = self.padded[axis];
-            let mut sides = vec![n];
-            for k in 2..=n / self.stride[axis] {
-                let side = self.side_for(axis, n, k);
-                if side < self.smallest_side[axis] || side >= *sides.last().unwrap_or(&n) {
-                    break;
-                }
-                sides.push(side);
-            }
-            sides
-        };
-        let (xs, ys) = (per_axis(0), per_axis(1));
-        xs.iter()
-            .flat_map(|x| ys.iter().map(move |y| (*x, *y)))
-            .collect()
-    }
-
-    /// The deepest stride-aligned z, at most `cap`, whose window of `axial` voxels fits.
-    fn deepest_fitting_z(&self, axial: usize, cap: usize) -> Option<usize> {
-        let per_slice = self.memory.model.bytes_per_voxel * axial as f64;
-        let room = self.usable_bytes - self.memory.peak_bytes(0) as f64;
-        let depth = if per_slice > 0.0 {
-            (room / per_slice).floor()
-        } else {
-            f64::INFINITY
-        };
-        let s = self.stride[2];
-        let z = (depth.clamp(0.0, cap as f64) as usize) / s * s;
-        // Guard the float arithmetic with the forecast itself.
-        let shallowest = self.smallest_side[2].min(self.padded[2]);
-        (z >= shallowest && self.fits([axial, 1, z])).then_some(z)
-    }
 }
 
 /// One window, in voxels of the (padded) input grid, `[x, y, z]`.
@@ -474,7 +221,10 @@ impl TilePlan {
                     halo[a] = halo_one;
                     halo_spans(n, p, halo_one)
                 }
-                BlendMode::Gaussian | BlendMode::Constant => blended_spans(n, p, spec.overlap, s),
+                BlendMode::Gaussian | BlendMode::Constant => {
+                    let step = grid.down_to_stride(a, (p as f64 * (1.0 - spec.overlap)) as usize);
+                    blended_spans(n, p, step.max(s))
+                }
             };
         }
         let windows_per_axis = [spans[0].len(), spans[1].len(), spans[2].len()];
@@ -652,14 +402,14 @@ impl std::fmt::Display for TilePlan {
 
 /// One axis of a window: extent and core.
 #[derive(Debug, Clone, Copy, Default)]
-struct Span {
+pub(crate) struct Span {
     min: usize,
     max: usize,
     core_min: usize,
     core_max: usize,
 }
 
-fn halo_spans(n: usize, p: usize, h: usize) -> Vec<Span> {
+pub(crate) fn halo_spans(n: usize, p: usize, h: usize) -> Vec<Span> {
     let mut spans = Vec::new();
     let mut core_min: usize = 0;
     loop {
@@ -687,7 +437,8 @@ fn halo_spans(n: usize, p: usize, h: usize) -> Vec<Span> {
     }
 }
 
-fn blended_spans(n: usize, p: usize, overlap: f64, s: usize) -> Vec<Span> {
+/// Windows of `p` every `step` voxels, the last one shifted inward to end at `n`.
+fn blended_spans(n: usize, p: usize, step: usize) -> Vec<Span> {
     if p >= n {
         return vec![Span {
             min: 0,
@@ -696,7 +447,6 @@ fn blended_spans(n: usize, p: usize, overlap: f64, s: usize) -> Vec<Span> {
             core_max: n,
         }];
     }
-    let step = ((p as f64 * (1.0 - overlap)) as usize / s * s).max(s);
     let mut starts: Vec<usize> = (0..)
         .map(|i| i * step)
         .take_while(|start| start + p < n)
@@ -712,51 +462,4 @@ fn blended_spans(n: usize, p: usize, overlap: f64, s: usize) -> Vec<Span> {
             core_max: min + p,
         })
         .collect()
-}
-
-/// `10.6 GiB`-style.
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
-}
-
-/// Parses `16GiB`, `512 MiB`, `2e9` (bytes), `10.5G`.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size like 16GiB"))?;
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1024.0 * 1024.0,
-        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "t" | "tib" => 1024.0_f64.powi(4),
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        _ => {
-            return Err(format!(
-                "'{text}': unknown unit (use B, KiB, MiB, GiB, or KB, MB, GB)"
-            ));
-        }
-    };
-    if !(value.is_finite() && value > 0.0) {
-        return Err(format!("'{text}' must be a positive size"));
-    }
-    Ok((value * scale) as u64)
 }

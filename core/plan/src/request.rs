@@ -12,7 +12,8 @@ use crate::memory::forecast::{MemoryForecast, baseline_estimate_bytes, held_byte
 use crate::memory::line::MemoryModel;
 use crate::model::{Model, Precision};
 use crate::orient::{flipped, flipped_geometry, flips_to};
-use crate::plan::{BlendMode, PlanError, TilePlan, TileSpec, choose_patch};
+use crate::patch::choose_patch;
+use crate::plan::{BlendMode, PlanError, TilePlan, TileSpec};
 use crate::resample::{ResampleError, resample, resampled_geometry};
 
 /// Boxes overlapping more than this are the same finding.
@@ -49,7 +50,7 @@ pub struct DetectConfig {
     #[serde(default)]
     pub coarse_pass: bool,
     /// With a chest-CT model, keep the detector's box for every finding instead of measuring
-    /// large ones on the image (`tessera_plan::extent`).
+    /// large ones on the image (`tessera_maps::extent`).
     #[serde(default)]
     pub detector_boxes: bool,
 }

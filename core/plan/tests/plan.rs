@@ -3,9 +3,11 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use tessera_plan::bytes::parse_bytes;
 use tessera_plan::memory::forecast::{CoarseMemory, HeldMemory, MemoryForecast};
 use tessera_plan::memory::line::MemoryModel;
-use tessera_plan::plan::{BlendMode, ModelGrid, PlanError, TilePlan, TileSpec, parse_bytes};
+use tessera_plan::model_grid::ModelGrid;
+use tessera_plan::plan::{BlendMode, PlanError, TilePlan, TileSpec};
 
 const GRID: ModelGrid = ModelGrid {
     window_dependent: false,
@@ -308,7 +310,7 @@ fn the_forecast_adds_what_the_process_holds_already() {
         Some(300_000_000 + 100_000_000 + 600 * 512 * 512 * 64)
     );
     // The baseline also shrinks what the budget leaves for the windows.
-    use tessera_plan::plan::choose_patch;
+    use tessera_plan::patch::choose_patch;
     let budget = parse_bytes("16GB").unwrap();
     let chosen = |baseline_bytes| {
         let memory = forecast(0.2e9, 620.0, baseline_bytes);
@@ -433,7 +435,7 @@ fn the_forecast_is_the_largest_of_the_main_windows_the_coarse_pass_and_the_stage
 
 #[test]
 fn the_budget_picks_full_axial_context_as_deep_as_fits_when_blending() {
-    use tessera_plan::plan::choose_patch;
+    use tessera_plan::patch::choose_patch;
     let choose_patch = |volume, grid, memory, budget| {
         choose_patch(volume, grid, memory, budget, BlendMode::Gaussian)
     };
@@ -460,7 +462,7 @@ fn the_budget_picks_full_axial_context_as_deep_as_fits_when_blending() {
     );
     // That least budget runs, to the byte.
     let predicted = memory.peak_bytes(12 * 12 * 12);
-    let least = tessera_plan::plan::least_budget_bytes(predicted);
+    let least = tessera_plan::patch::least_budget_bytes(predicted);
     assert_eq!(
         choose_patch([512, 512, 300], GRID, &memory, least).unwrap(),
         [12, 12, 12]
@@ -526,7 +528,7 @@ fn processed_voxels(plan: &TilePlan) -> usize {
 /// patch can shrink by a stride without adding windows.
 #[test]
 fn the_budget_picks_the_exact_plan_with_the_least_work_in_halo_mode() {
-    use tessera_plan::plan::choose_patch;
+    use tessera_plan::patch::choose_patch;
     let volume = [100, 90, 70];
     let memory = forecast(1e6, 100.0, 0);
     let usable = |budget: u64| budget as f64 * 0.9;
@@ -576,7 +578,7 @@ fn the_budget_picks_the_exact_plan_with_the_least_work_in_halo_mode() {
 /// the chooser's exact plan does at most 1.3x the work of constant blending at 288x288x64.
 #[test]
 fn at_a_shallow_budget_the_exact_plan_costs_at_most_a_third_more_than_blending() {
-    use tessera_plan::plan::choose_patch;
+    use tessera_plan::patch::choose_patch;
     let grid = ModelGrid {
         window_dependent: false,
         stride: [4; 3],

@@ -13,7 +13,6 @@ use tessera_plan::plan::{BlendMode, PlanError, TilePlan, TileSpec};
 use tessera_plan::request::{
     BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch, plan_for, resolve_patch,
 };
-use tessera_plan::stitch::axis_weight_sum;
 
 fn tiny() -> Model {
     Model::load(&shipped_models_dir().join("tessera-test-tiny")).unwrap()
@@ -173,19 +172,6 @@ fn spans_bands_and_cores_come_from_the_plan() {
                     );
                 }
             }
-        }
-    }
-}
-
-#[test]
-fn constant_weight_sums_count_the_windows_over_each_voxel() {
-    let plan = plan(BlendMode::Constant);
-    for axis in 0..3 {
-        let sums = axis_weight_sum(&plan, axis);
-        let spans = plan.spans(axis);
-        for (v, sum) in sums.iter().enumerate() {
-            let count = spans.iter().filter(|s| s.0 <= v && v < s.1).count();
-            assert_eq!(*sum, count as f32, "axis {axis} voxel {v}");
         }
     }
 }

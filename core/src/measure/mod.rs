@@ -27,10 +27,10 @@ pub mod axes;
 
 use serde::{Deserialize, Serialize};
 
-use tessera_plan::mask::{Cube, ball_offsets};
+use tessera_maps::mask::{Cube, ball_offsets};
 
-use crate::volume::{Geometry, StudyVoxelBox, Voxels};
 pub use axes::{AxialAxes, axial_axes, round_tenth};
+use tessera_dicom::volume::{Geometry, StudyVoxelBox, Voxels};
 
 /// Aerated lung is about -850 HU, ground glass about -550 HU.
 pub const GROUND_GLASS_HU: f32 = -700.0;

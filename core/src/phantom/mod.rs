@@ -28,11 +28,11 @@ pub use render::{add_noise_and_quantise, blur};
 pub use truth::{NoduleTruth, Truth};
 pub use write::{TRUTH_FILE, write_series};
 
-use crate::dicom::write::CT_IMAGE_STORAGE;
-use crate::volume::{Geometry, SeriesInfo, SourceInstance, StudyIdentity, Volume, Voxels};
 use anatomy::Chest;
 use rng::Rng;
 use structures::Lesions;
+use tessera_dicom::dicom::write::CT_IMAGE_STORAGE;
+use tessera_dicom::volume::{Geometry, SeriesInfo, SourceInstance, StudyIdentity, Volume, Voxels};
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ pub enum PhantomError {
     #[error(
         "phantom size {0} is too large: at most {max_side} voxels per axis (a DICOM image's limit) and {max_voxels} in all",
         max_side = u16::MAX,
-        max_voxels = crate::volume::MAX_VOXELS
+        max_voxels = tessera_dicom::volume::MAX_VOXELS
     )]
     TooLarge(String),
     #[error(
@@ -98,7 +98,7 @@ pub enum PhantomError {
         fov_mm: f64,
     },
     #[error(transparent)]
-    Write(#[from] crate::dicom::write::WriteError),
+    Write(#[from] tessera_dicom::dicom::write::WriteError),
     #[error("cannot write {}", path.display())]
     Io {
         path: std::path::PathBuf,
@@ -110,7 +110,7 @@ pub enum PhantomError {
 /// Generates the phantom described by `spec`.
 pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
     if spec.size.iter().any(|n| *n < 8) {
-        return Err(PhantomError::TooSmall(crate::volume::format_size(
+        return Err(PhantomError::TooSmall(tessera_dicom::volume::format_size(
             spec.size,
         )));
     }
@@ -119,9 +119,9 @@ pub fn generate(spec: &PhantomSpec) -> Result<Phantom, PhantomError> {
         .iter()
         .try_fold(1usize, |n, side| n.checked_mul(*side));
     if spec.size.iter().any(|n| *n > usize::from(u16::MAX))
-        || voxels.is_none_or(|v| v > crate::volume::MAX_VOXELS)
+        || voxels.is_none_or(|v| v > tessera_dicom::volume::MAX_VOXELS)
     {
-        return Err(PhantomError::TooLarge(crate::volume::format_size(
+        return Err(PhantomError::TooLarge(tessera_dicom::volume::format_size(
             spec.size,
         )));
     }

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::anatomy::Chest;
 use super::rng::gaussian_at;
 use super::structures::{Nodule, Tube, coverage};
-use crate::geometry::Vec3;
+use tessera_dicom::geometry::Vec3;
 
 /// Everything drawn into one volume.
 #[derive(Debug)]
@@ -103,7 +103,7 @@ pub fn paint(scene: &Scene<'_>) -> Array3<f32> {
                 let (y0, y1) = scene.span(1, nodule.centre[1], r);
                 for y in y0..y1 {
                     for x in x0..x1 {
-                        let d = crate::geometry::norm(crate::geometry::sub(
+                        let d = tessera_dicom::geometry::norm(tessera_dicom::geometry::sub(
                             scene.position(x, y, z),
                             nodule.centre,
                         ));

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::anatomy::{Chest, hu};
 use super::rng::Rng;
-use crate::geometry::{Vec3, dot, norm, scale, sub};
+use tessera_dicom::geometry::{Vec3, dot, norm, scale, sub};
 
 /// A tapering tube between two points, with an optional wall (airways).
 #[derive(Debug, Clone, Copy)]
@@ -310,7 +310,7 @@ pub fn place_nodules(
     nodules: &mut Vec<Nodule>,
 ) {
     let (lo, max_diameter) = lesions.diameter_range_mm(chest);
-    let sample_dirs = crate::geometry::cube_directions();
+    let sample_dirs = tessera_dicom::geometry::cube_directions();
     let big_vessels: Vec<&Tube> = vessels
         .iter()
         .filter(|t| t.radius_a_mm > 1.2 * chest.scale())

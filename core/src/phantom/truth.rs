@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::PhantomSpec;
 use super::structures::{Attachment, Nodule, NoduleKind};
-use crate::volume::{Geometry, StudyVoxelBox};
+use tessera_dicom::volume::{Geometry, StudyVoxelBox};
 
 /// One nodule as written to `truth.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

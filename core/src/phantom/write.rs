@@ -6,8 +6,8 @@ use ndarray::Axis;
 use rayon::prelude::*;
 
 use super::{Phantom, PhantomError};
-use crate::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
-use crate::volume::Voxels;
+use tessera_dicom::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
+use tessera_dicom::volume::Voxels;
 
 /// Name of the ground-truth file beside the slices.
 pub const TRUTH_FILE: &str = "truth.json";
@@ -72,5 +72,5 @@ pub fn write_series(phantom: &Phantom, dir: &Path) -> Result<(), PhantomError> {
         })?;
     let json =
         serde_json::to_vec_pretty(&phantom.truth).map_err(|e| io(std::io::Error::other(e)))?;
-    crate::io::write_atomic(&dir.join(TRUTH_FILE), &json).map_err(io)
+    tessera_dicom::io::write_atomic(&dir.join(TRUTH_FILE), &json).map_err(io)
 }

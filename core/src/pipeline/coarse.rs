@@ -8,14 +8,14 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::{Event, Pass, PipelineError, Runner, decode};
-use crate::detect::{Candidate, ModelGridBox};
-use crate::grid_map::GridMap;
-use crate::infer::Engine;
-use crate::memory::measured::PassMemory;
-use crate::model::CoarsePass;
-use crate::plan::{BlendMode, TilePlan, TileSpec};
-use crate::resample::resample;
-use crate::volume::Volume;
+use tessera_dicom::volume::Volume;
+use tessera_infer::Engine;
+use tessera_maps::decode::{Candidate, ModelGridBox};
+use tessera_plan::grid_map::GridMap;
+use tessera_plan::memory::measured::PassMemory;
+use tessera_plan::model::CoarsePass;
+use tessera_plan::plan::{BlendMode, TilePlan, TileSpec};
+use tessera_plan::resample::resample;
 
 /// What the coarse pass did in a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,13 +2,13 @@
 
 use super::codes as c;
 use super::{Selection, SrError};
-use crate::dicom::sr::{GraphicType3d, Item, Relationship, Value};
-use crate::geometry::{Vec3, cross, norm};
 use crate::lungrads::{self, Category};
 use crate::measure::{AxialAxes, Measurements};
 use crate::report::DetectionReport;
 use crate::review::{Decision, Review};
-use crate::volume::SeriesSource;
+use tessera_dicom::dicom::sr::{GraphicType3d, Item, Relationship, Value};
+use tessera_dicom::geometry::{Vec3, cross, norm};
+use tessera_dicom::volume::SeriesSource;
 
 /// One finding as the report states it.
 struct Finding<'a> {
@@ -189,7 +189,7 @@ fn measurement_group(
         ))
         .with(contains(
             c::tracking_uid(),
-            Value::UidRef(crate::dicom::write::new_uid()),
+            Value::UidRef(tessera_dicom::dicom::write::new_uid()),
         ))
         .with(contains(c::finding(), Value::Code(c::nodule())))
         .with(contains(
@@ -247,7 +247,7 @@ fn certainty(score: f32, report: &DetectionReport) -> Item {
         c::algorithm_parameters(),
         format!(
             "patch {}, overlap {}, threshold {}",
-            crate::volume::format_size(config.patch),
+            tessera_dicom::volume::format_size(config.patch),
             config.overlap,
             config.score_threshold
         ),

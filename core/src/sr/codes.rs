@@ -1,7 +1,7 @@
 //! The coded concepts Tessera's SR uses: DICOM (DCM), SNOMED CT (SCT), LOINC (LN), UCUM, and
 //! Tessera's own scheme for what no standard code says (a reader's accept/reject call).
 
-use crate::dicom::sr::Code;
+use tessera_dicom::dicom::sr::Code;
 
 /// Tessera's private coding scheme (`99` prefix: local, PS3.16 8.2).
 pub const TESSERA_SCHEME: &str = "99TESSERA";

@@ -16,9 +16,9 @@ use sha2::{Digest, Sha256};
 
 pub use read::{SrFinding, SrMeasurements, findings};
 
-use crate::dicom::sr::SrDocument;
 use crate::report::DetectionReport;
 use crate::review::Review;
+use tessera_dicom::dicom::sr::SrDocument;
 
 /// Which findings go into the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +46,8 @@ impl SrOptions {
         let now = chrono::Local::now();
         Self {
             selection,
-            sop_instance_uid: crate::dicom::write::new_uid(),
-            series_uid: crate::dicom::write::new_uid(),
+            sop_instance_uid: tessera_dicom::dicom::write::new_uid(),
+            series_uid: tessera_dicom::dicom::write::new_uid(),
             content_date: now.format("%Y%m%d").to_string(),
             content_time: now.format("%H%M%S").to_string(),
         }
@@ -76,11 +76,11 @@ pub enum SrError {
     #[error("'accepted only' needs a review: give the review (--review) or export all findings")]
     AcceptedOnlyWithoutReview,
     #[error(transparent)]
-    Write(#[from] crate::dicom::write::WriteError),
+    Write(#[from] tessera_dicom::dicom::write::WriteError),
     #[error("cannot encode the SR: {0}")]
     Encode(String),
     #[error(transparent)]
-    Read(#[from] crate::dicom::DicomError),
+    Read(#[from] tessera_dicom::dicom::DicomError),
     #[error("{} is not a Tessera-readable measurement report: {reason}", path.display())]
     NotAReport {
         path: std::path::PathBuf,
@@ -132,7 +132,7 @@ pub fn write(
     options: &SrOptions,
 ) -> Result<usize, SrError> {
     let (doc, count) = document(report, review, options)?;
-    crate::dicom::sr::write_sr(path, &doc)?;
+    tessera_dicom::dicom::sr::write_sr(path, &doc)?;
     Ok(count)
 }
 

@@ -4,12 +4,12 @@
 use std::path::Path;
 
 use super::{SrError, codes as c};
-use crate::dicom::sr::{Code, GraphicType3d, Item, ReadSr, Value};
-use crate::geometry::Vec3;
 use crate::lungrads::Category;
 use crate::measure::NoduleType;
 use crate::review::Decision;
-use crate::volume::{Geometry, StudyVoxelBox};
+use tessera_dicom::dicom::sr::{Code, GraphicType3d, Item, ReadSr, Value};
+use tessera_dicom::geometry::Vec3;
+use tessera_dicom::volume::{Geometry, StudyVoxelBox};
 
 /// One measurement group's finding.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,8 +120,9 @@ fn finding(group: &Item) -> Option<SrFinding> {
         (GraphicType3d::Point, [p]) => (*p, None),
         (GraphicType3d::Ellipsoid, [a0, a1, b0, b1, c0, c1]) => {
             let mid = |p: &Vec3, q: &Vec3| -> Vec3 { std::array::from_fn(|k| (p[k] + q[k]) / 2.0) };
-            let length =
-                |p: &Vec3, q: &Vec3| crate::geometry::norm(std::array::from_fn(|k| p[k] - q[k]));
+            let length = |p: &Vec3, q: &Vec3| {
+                tessera_dicom::geometry::norm(std::array::from_fn(|k| p[k] - q[k]))
+            };
             (
                 mid(a0, a1),
                 Some([length(a0, a1), length(b0, b1), length(c0, c1)]),

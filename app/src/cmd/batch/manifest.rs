@@ -51,7 +51,8 @@ pub fn read(path: &Path) -> Result<Vec<Entry>, ManifestError> {
         line,
         reason,
     };
-    let bytes = tessera_core::io::read_regular_file(path).map_err(|e| fail(None, e.to_string()))?;
+    let bytes =
+        tessera_dicom::io::read_regular_file(path).map_err(|e| fail(None, e.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| fail(None, "not UTF-8 text".into()))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let name = path

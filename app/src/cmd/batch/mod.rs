@@ -13,9 +13,10 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use tessera_core::infer::CancelToken;
-use tessera_core::model::{Model, default_detector};
-use tessera_core::plan::{format_bytes, parse_bytes};
+use tessera_plan::bytes::format_bytes;
+use tessera_plan::bytes::parse_bytes;
+use tessera_plan::device::CancelToken;
+use tessera_plan::model::{Model, default_detector};
 
 use crate::common::batch::{self as record, MARKER, StudyRecord};
 use manifest::{Entry, Source};
@@ -207,7 +208,7 @@ fn array_spec(entries: &[Entry], template: &plan::Template) -> anyhow::Result<Ex
     println!("studies={}", entries.len());
     match peak {
         Some(bytes) => {
-            let with_headroom = tessera_core::plan::least_budget_bytes(bytes);
+            let with_headroom = tessera_plan::patch::least_budget_bytes(bytes);
             println!("mem_mib={}", with_headroom.div_ceil(1 << 20));
         }
         None => eprintln!(
@@ -251,7 +252,7 @@ fn claim(out: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("reading the output folder {}", out.display()))?;
         if entries.next().is_some() {
             return Err(
-                super::outputs::Refused(tessera_core::io::OutputError::NotOurFolder {
+                super::outputs::Refused(tessera_dicom::io::OutputError::NotOurFolder {
                     path: out.to_path_buf(),
                     reason: format!("no {MARKER} file in it"),
                 })
@@ -260,7 +261,7 @@ fn claim(out: &Path) -> anyhow::Result<()> {
         }
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    tessera_core::io::write_atomic(&marker, b"tessera batch output folder\n")
+    tessera_dicom::io::write_atomic(&marker, b"tessera batch output folder\n")
         .with_context(|| format!("writing {}", marker.display()))?;
     Ok(())
 }

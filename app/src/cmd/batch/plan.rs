@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use clap::Parser as _;
-use tessera_core::memory::file::MemoryModelFile;
-use tessera_core::memory::forecast::baseline_estimate_bytes;
-use tessera_core::model::Model;
-use tessera_core::pipeline::{self, PatchChoice, model_geometry, plan_for};
+use tessera_plan::memory::file::MemoryModelFile;
+use tessera_plan::memory::forecast::baseline_estimate_bytes;
+use tessera_plan::model::Model;
+use tessera_plan::request::{PatchChoice, model_geometry, plan_for};
 
 use crate::cmd::detect::{DetectArgs, config};
 
@@ -24,7 +24,7 @@ pub struct Template {
     args: DetectArgs,
     model: Model,
     /// `--memory-model`'s file, read once for every study.
-    memory_model: Option<tessera_core::memory::line::MemoryModel>,
+    memory_model: Option<tessera_plan::memory::line::MemoryModel>,
 }
 
 /// Why a study's plan could not be made.
@@ -65,7 +65,7 @@ impl Template {
 
     /// The plan `tessera detect` would make for `study` (a refusal is the error).
     pub fn forecast(&self, study: &Path) -> Result<Forecast, NoPlan> {
-        let geometry = tessera_core::study::open_geometry(
+        let geometry = tessera_dicom::study::open_geometry(
             study,
             self.args.series.as_deref(),
             Default::default(),
@@ -74,14 +74,15 @@ impl Template {
         self.plan(&geometry).map_err(NoPlan::Refused)
     }
 
-    fn plan(&self, geometry: &tessera_core::Geometry) -> anyhow::Result<Forecast> {
+    fn plan(&self, geometry: &tessera_dicom::Geometry) -> anyhow::Result<Forecast> {
         let model = &self.model;
         let mut config = config(&self.args, model, None, self.memory_model);
         let choice = match (self.args.patch, self.args.memory_budget) {
             (None, Some(budget_bytes)) => PatchChoice::Budget { budget_bytes },
             _ => PatchChoice::Fixed(config.tile.patch),
         };
-        config.tile.patch = pipeline::resolve_patch(geometry, model, &config, choice)?.patch;
+        config.tile.patch =
+            tessera_plan::request::resolve_patch(geometry, model, &config, choice)?.patch;
         let size = model_geometry(geometry, model).size;
         let baseline = baseline_estimate_bytes(geometry, model, config.device);
         let plan = plan_for(size, model, &config, baseline)

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use tessera_core::infer::CancelToken;
 use tessera_core::report::DetectionReport;
-use tessera_core::volume::format_size;
+use tessera_dicom::volume::format_size;
+use tessera_plan::device::CancelToken;
 
 use super::BatchArgs;
 use super::manifest::{Entry, Source};
@@ -203,7 +203,7 @@ fn child(mut command: Command, log: &Path, cancel: &CancelToken, what: &str) -> 
 fn put_in_place(record: &StudyRecord, staging: &Path, dir: &Path) -> std::io::Result<()> {
     let mut json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
     json.push(b'\n');
-    tessera_core::io::write_atomic(&staging.join("batch.json"), &json)?;
+    tessera_dicom::io::write_atomic(&staging.join("batch.json"), &json)?;
     let old = dir.with_file_name(format!(".{}.old-{}", record.id, std::process::id()));
     let had_old = dir.exists();
     if had_old {

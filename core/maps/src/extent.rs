@@ -21,7 +21,7 @@
 
 use tessera_dicom::volume::Voxels;
 
-use crate::detect::ModelGridBox;
+use crate::decode::ModelGridBox;
 use crate::lung::LungField;
 use crate::mask::{Cube, ball_offsets};
 

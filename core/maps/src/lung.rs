@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use tessera_dicom::volume::Voxels;
 
-use crate::detect::ModelGridBox;
+use crate::decode::ModelGridBox;
 
 /// Below this, a voxel is air (lung parenchyma is about -850 HU, soft tissue above -100).
 pub const AIR_HU: f32 = -400.0;

@@ -9,7 +9,7 @@
 
 use ndarray::{Array3, Array4, s};
 
-use crate::plan::{BlendMode, TilePlan, Window};
+use tessera_plan::plan::{BlendMode, TilePlan, Window};
 
 /// Lowest weight of the 1-D Gaussian profile relative to its centre, so that no cell gets zero
 /// weight. Floored per axis, not on the 3-D product: where every window is near its edge along
