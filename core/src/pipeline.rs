@@ -22,7 +22,7 @@ use tessera_infer::{Engine, InferError, PatchClassifier, RuntimeError};
 use tessera_maps::decode::{Candidate, ModelGridBox, decode_centernet, decode_segmentation, nms};
 use tessera_maps::extent::measure_box;
 use tessera_maps::retina::decode_retinanet;
-use tessera_maps::stitch::{HeadGrid, Maps, Stitcher, Weighting};
+use tessera_maps::stitch::{HeadGrid, Maps, MissingHead, Stitcher, Weighting, head};
 use tessera_plan::device::{CancelToken, Device};
 use tessera_plan::grid_map::GridMap;
 use tessera_plan::memory::measured::{MeasuredRun, RunMemory};
@@ -223,6 +223,8 @@ pub enum PipelineError {
     Cancelled,
     #[error(transparent)]
     Resample(#[from] tessera_plan::resample::ResampleError),
+    #[error("the model's outputs do not match its card: {0}")]
+    MissingHead(#[from] MissingHead),
 }
 
 impl From<InferError> for PipelineError {
@@ -321,7 +323,7 @@ fn run(
         .and(model.rescore_file.as_ref())
         .map(|(_, hash)| hash.clone());
     let (decode_threshold, threshold) = thresholds(model, stage.as_ref().map(|s| s.0), config);
-    let (mut peaks, peaks_dropped) = decode(card, &maps, decode_threshold, input.geometry.size);
+    let (mut peaks, peaks_dropped) = decode(card, &maps, decode_threshold, input.geometry.size)?;
     runner.stats.peaks_dropped = peaks_dropped;
     // After the main windows, while their maps are held (`MemoryForecast` counts both).
     if let Some(spec) = card.coarse_pass.as_ref().filter(|_| config.coarse_pass) {
@@ -372,7 +374,7 @@ fn run(
         filled_slices: volume.filled_slices.clone(),
         model_geometry: input.geometry.clone(),
         maps: match &card.retinanet {
-            Some(spec) => tessera_maps::retina::score_map(spec, &maps.heads),
+            Some(spec) => tessera_maps::retina::score_map(spec, &maps)?,
             None => maps,
         },
         lung_field,
@@ -386,14 +388,17 @@ fn decode(
     maps: &Maps,
     threshold: f32,
     size: [usize; 3],
-) -> (Vec<Candidate>, usize) {
-    match (card.output_family, &card.retinanet) {
-        (OutputFamily::Retinanet, Some(spec)) => {
-            decode_retinanet(spec, &maps.heads, threshold, size)
+) -> Result<(Vec<Candidate>, usize), MissingHead> {
+    match (card.output_family, &card.retinanet, &card.outputs) {
+        (OutputFamily::Retinanet, Some(spec), _) => decode_retinanet(spec, maps, threshold, size),
+        (OutputFamily::Centernet, _, Some(outputs)) => {
+            decode_centernet(maps, outputs, threshold, size)
         }
-        (OutputFamily::Retinanet, None) => (Vec::new(), 0), // refused at load
-        (OutputFamily::Centernet, _) => decode_centernet(maps, threshold, size),
-        (OutputFamily::Segmentation, _) => decode_segmentation(maps, threshold, size),
+        (OutputFamily::Segmentation, _, Some(outputs)) => {
+            decode_segmentation(maps, outputs, threshold, size)
+        }
+        // A card without its family's section is refused at load.
+        _ => Ok((Vec::new(), 0)),
     }
 }
 
@@ -544,6 +549,7 @@ impl Runner<'_> {
             .heads()
             .iter()
             .map(|h| HeadGrid {
+                name: h.name.to_string(),
                 channels: h.channels,
                 stride: h.stride,
             })
@@ -583,7 +589,7 @@ impl Runner<'_> {
                     self.cancel,
                 )?);
             }
-            stitcher.add(window, &outputs.heads);
+            stitcher.add(window, &outputs.heads)?;
             let elapsed_s = window_started.elapsed().as_secs_f64();
             let sample = self.sample_memory();
             self.stats.inference_s += elapsed_s;
@@ -729,19 +735,21 @@ fn findings(
     scored
         .iter()
         .filter(|k| k.candidate.score >= threshold)
-        .map(|k| {
+        .filter_map(|k| {
             let detected = k.candidate.bbox;
             let measured = field.and_then(|f| measure_box(&input.voxels, f, &detected));
             let candidate = Candidate {
                 bbox: measured.unwrap_or(detected),
                 ..k.candidate
             };
-            Detection {
+            // A candidate's centre lies on the model grid, so its box covers study voxels;
+            // one that did not could be neither shown nor measured.
+            Some(Detection {
                 detector_score: k.detector_score,
                 outside_lungs: k.outside_lungs,
                 detector_size_mm: measured.map(|_| detected.size_mm(input.geometry.spacing_mm)),
-                ..to_detection(candidate, &input.geometry, study_from_model, &seams)
-            }
+                ..to_detection(candidate, &input.geometry, study_from_model, &seams)?
+            })
         })
         .collect()
 }
@@ -778,23 +786,24 @@ fn measured(
     detections
 }
 
-/// Maps a box on the model grid to the patient and to the original volume's voxels.
+/// Maps a box on the model grid to the patient and to the original volume's voxels; `None`
+/// for a box that misses the study.
 fn to_detection(
     c: Candidate,
     model: &Geometry,
     study_from_model: &GridMap,
     seams: &[Vec<usize>; 3],
-) -> Detection {
+) -> Option<Detection> {
     let b = c.bbox;
     let center_lps_mm = model.world_from_voxel.apply(b.center);
     let (lo, hi) = (b.min(), b.max());
-    let box_voxel = study_from_model.study_voxels_of_box(lo, hi);
+    let box_voxel = study_from_model.study_voxels_of_box(lo, hi)?;
     let crosses_seam = (0..3).any(|a| {
         seams[a]
             .iter()
             .any(|&s| lo[a] < s as f64 - 0.5 && hi[a] > s as f64 - 0.5)
     });
-    Detection {
+    Some(Detection {
         score: c.score,
         detector_score: None,
         center_lps_mm,
@@ -806,7 +815,7 @@ fn to_detection(
         model_box: b,
         measurements: None,
         lung_rads: None,
-    }
+    })
 }
 
 /// Runs `input` through an fp32 session and returns the largest heatmap difference from
@@ -826,9 +835,16 @@ fn precision_drift(
         },
     )?;
     let full = reference.run(0, input, cancel)?;
-    Ok(full.heads[0]
+    let Some(score) = model.card.score_head() else {
+        return Ok(0.0);
+    };
+    let (full, reduced) = (
+        head(&full.heads, score.name)?,
+        head(&reduced.heads, score.name)?,
+    );
+    Ok(full
         .iter()
-        .zip(reduced.heads[0].iter())
+        .zip(reduced.iter())
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f32::max))
 }

@@ -67,9 +67,11 @@ fn halo_stitching_is_bit_identical_to_a_whole_volume_run() {
             .zip(&reference.maps.heads)
             .enumerate()
         {
+            assert_eq!(a.name, b.name);
             let differing = a
+                .map
                 .iter()
-                .zip(b.iter())
+                .zip(b.map.iter())
                 .filter(|(x, y)| x.to_bits() != y.to_bits())
                 .count();
             assert_eq!(
@@ -111,7 +113,7 @@ fn blended_modes_stay_close_to_the_whole_volume_maps() {
             &mut |_| {},
         )
         .unwrap();
-        let (a, b) = (&run.maps.heads[0], &reference.maps.heads[0]);
+        let (a, b) = (&run.maps.heads[0].map, &reference.maps.heads[0].map);
         let worst = a
             .iter()
             .zip(b.iter())
@@ -251,8 +253,9 @@ fn fp16_runs_report_their_drift_from_fp32() {
     .unwrap();
     assert_eq!(full.stats.precision_drift, None);
     let worst = half.maps.heads[0]
+        .map
         .iter()
-        .zip(full.maps.heads[0].iter())
+        .zip(full.maps.heads[0].map.iter())
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f32::max);
     assert!(worst < FP16_DRIFT_LIMIT, "whole-map drift {worst}");

@@ -122,18 +122,12 @@ pub fn study_box(
     geometry: &Geometry,
 ) -> Option<StudyVoxelBox> {
     let centre = geometry.world_from_voxel.inverse()?.apply(center_lps_mm);
-    let mut min = [0; 3];
-    let mut max = [0; 3];
-    for a in 0..3 {
-        let half = size_mm[a] / geometry.spacing_mm[a] / 2.0;
-        let first = (centre[a] - half + 0.5).floor().max(0.0);
-        let end = (centre[a] + half + 0.5).ceil().min(geometry.size[a] as f64);
-        if first.partial_cmp(&end) != Some(std::cmp::Ordering::Less) {
-            return None;
-        }
-        (min[a], max[a]) = (first as usize, end as usize);
-    }
-    Some(StudyVoxelBox { min, max })
+    let half = |a: usize| size_mm[a] / geometry.spacing_mm[a] / 2.0;
+    StudyVoxelBox::covering(
+        std::array::from_fn(|a| centre[a] - half(a)),
+        std::array::from_fn(|a| centre[a] + half(a)),
+        geometry.size,
+    )
 }
 
 /// The drag in progress and the ruler, when on `plane` at slice `index`; `screen` maps

@@ -87,10 +87,38 @@ impl FilledSlice {
 
 /// A box of a study's own voxels `[x, y, z]`: `min` inclusive, `max` exclusive. (Boxes on
 /// the grid a model ran on are `tessera_maps::decode::ModelGridBox`.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StudyVoxelBox {
     pub min: [usize; 3],
     pub max: [usize; 3],
+}
+
+impl StudyVoxelBox {
+    /// The voxels a continuous box `[lo, hi]` (voxel coordinates, voxel `i` covering
+    /// `[i - 0.5, i + 0.5)`) overlaps, within a volume of `size`; a box thinner than a voxel
+    /// gets the voxel it lies in. `None` when the box misses the volume. The one rounding of a
+    /// box onto study voxels (detections, SR regions, drawn findings, phantom truth).
+    ///
+    /// ```
+    /// use tessera_dicom::volume::StudyVoxelBox;
+    /// let b = StudyVoxelBox::covering([1.2, 0.0, -3.0], [2.7, 0.0, 0.4], [10, 10, 10]).unwrap();
+    /// assert_eq!((b.min, b.max), ([1, 0, 0], [4, 1, 1]));
+    /// assert_eq!(StudyVoxelBox::covering([12.0; 3], [13.0; 3], [10, 10, 10]), None);
+    /// ```
+    pub fn covering(lo: [f64; 3], hi: [f64; 3], size: [usize; 3]) -> Option<Self> {
+        let mut min = [0; 3];
+        let mut max = [0; 3];
+        for a in 0..3 {
+            let first = (lo[a] + 0.5).floor();
+            let end = (hi[a] + 0.5).ceil().max(first + 1.0);
+            let (first, end) = (first.max(0.0), end.min(size[a] as f64));
+            if first.partial_cmp(&end) != Some(std::cmp::Ordering::Less) {
+                return None;
+            }
+            (min[a], max[a]) = (first as usize, end as usize);
+        }
+        Some(Self { min, max })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,11 +3,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ndarray::{Array4, Array5, Ix5};
+use ndarray::{Array5, Ix5};
 use ort::session::{RunOptions, Session};
 
 use super::arena::ensure_tight_arena;
 use super::runtime::{Flavour, Runtime, RuntimeError, init_runtime};
+use tessera_maps::stitch::HeadMap;
 use tessera_plan::device::{CancelToken, CpuAllocator, Device};
 use tessera_plan::model::{Head, Model, Precision};
 
@@ -65,10 +66,10 @@ pub enum Cause {
     Found(String),
 }
 
-/// The raw outputs of one window, each `[channels, z, y, x]`, in the card's head order.
+/// The raw outputs of one window, each `[channels, z, y, x]` with its head's name.
 #[derive(Debug)]
 pub struct WindowOutputs {
-    pub heads: Vec<Array4<f32>>,
+    pub heads: Vec<HeadMap>,
 }
 
 /// An ONNX Runtime session for one model on one device.
@@ -152,7 +153,10 @@ impl Engine {
                         array.shape()[1]
                     ))));
                 }
-                heads.push(array.index_axis(ndarray::Axis(0), 0).to_owned());
+                heads.push(HeadMap {
+                    name: name.clone(),
+                    map: array.index_axis(ndarray::Axis(0), 0).to_owned(),
+                });
             }
             Ok(heads)
         })?;

@@ -5,7 +5,9 @@
 use ndarray::{Array3, ArrayView3, Axis};
 use serde::{Deserialize, Serialize};
 
-use crate::stitch::Maps;
+use tessera_plan::model::{OutputSpec, Outputs};
+
+use crate::stitch::{Maps, MissingHead};
 
 /// A box on the model's grid (the study resampled to the card's spacing), `[x, y, z]` in
 /// its voxels, voxel `i` centred on `i`. det.json writes it as `model_box`.
@@ -68,13 +70,17 @@ pub const MAX_PEAKS: usize = 1000;
 /// CenterNet decoding: cells that are the maximum of their 3x3x3 neighbourhood and at least
 /// `threshold`, the [`MAX_PEAKS`] best; centre = `(cell + offset) * stride`, size from the size
 /// head (input voxels). Heads are `[heatmap, size, offset]`. Sorted by score, then position.
-/// Returns the boxes and how many weaker peaks were dropped beyond [`MAX_PEAKS`].
+/// Returns the boxes and how many weaker peaks were dropped beyond [`MAX_PEAKS`]; the heads
+/// are found by the names in the card's `outputs`.
 pub fn decode_centernet(
     maps: &Maps,
+    outputs: &Outputs,
     threshold: f32,
     volume_size: [usize; 3],
-) -> (Vec<Candidate>, usize) {
-    let [heat, size, offset] = [&maps.heads[0], &maps.heads[1], &maps.heads[2]];
+) -> Result<(Vec<Candidate>, usize), MissingHead> {
+    let heat = named(maps, Some(&outputs.heatmap), "heatmap")?;
+    let size = named(maps, outputs.size.as_ref(), "size")?;
+    let offset = named(maps, outputs.offset.as_ref(), "offset")?;
     let heat = heat.index_axis(Axis(0), 0);
     let stride = maps.stride.map(|s| s as f64);
     let mut boxes: Vec<Candidate> = local_maxima(&heat, threshold)
@@ -99,19 +105,36 @@ pub fn decode_centernet(
     sort_boxes(&mut boxes);
     let dropped = boxes.len().saturating_sub(MAX_PEAKS);
     boxes.truncate(MAX_PEAKS);
-    (boxes, dropped)
+    Ok((boxes, dropped))
+}
+
+/// The map of the card's output `spec` (its `what` head); a card without it is refused at
+/// load, so `None` is a head that is missing all the same.
+fn named<'a>(
+    maps: &'a Maps,
+    spec: Option<&OutputSpec>,
+    what: &str,
+) -> Result<&'a ndarray::Array4<f32>, MissingHead> {
+    match spec {
+        Some(spec) => maps.head(&spec.name),
+        None => Err(MissingHead {
+            name: format!("(the card names no {what} output)"),
+            have: String::new(),
+        }),
+    }
 }
 
 /// Segmentation decoding (e.g. nnU-Net exports): cells of the probability map (head 0,
-/// channel 0) at or above `threshold`, grouped into 6-connected components; each component
+/// channel 0, the card's `heatmap` output) at or above `threshold`, grouped into 6-connected components; each component
 /// becomes the box of its cells (in input voxels) scored by its highest probability. Sorted
 /// like [`decode_centernet`]; the [`MAX_PEAKS`] best are kept.
 pub fn decode_segmentation(
     maps: &Maps,
+    outputs: &Outputs,
     threshold: f32,
     volume_size: [usize; 3],
-) -> (Vec<Candidate>, usize) {
-    let prob = maps.heads[0].index_axis(Axis(0), 0);
+) -> Result<(Vec<Candidate>, usize), MissingHead> {
+    let prob = maps.head(&outputs.heatmap.name)?.index_axis(Axis(0), 0);
     let (nz, ny, nx) = prob.dim();
     let stride = maps.stride.map(|s| s as f64);
     let mut label = Array3::<u32>::zeros((nz, ny, nx));
@@ -167,7 +190,7 @@ pub fn decode_segmentation(
     sort_boxes(&mut boxes);
     let dropped = boxes.len().saturating_sub(MAX_PEAKS);
     boxes.truncate(MAX_PEAKS);
-    (boxes, dropped)
+    Ok((boxes, dropped))
 }
 
 /// `(z, y, x, value)` of every cell that is at least `threshold` and not below any neighbour;
@@ -260,14 +283,10 @@ fn sort_boxes(boxes: &mut [Candidate]) {
     });
 }
 
-/// The heatmap head alone (for overlays), `[z, y, x]` at the model's stride.
-pub fn heatmap(maps: &Maps) -> Array3<f32> {
-    maps.heads[0].index_axis(Axis(0), 0).to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stitch::HeadMap;
     use ndarray::Array4;
 
     fn maps_with_peaks(peaks: &[([usize; 3], f32)]) -> Maps {
@@ -280,14 +299,37 @@ mod tests {
         }
         Maps {
             stride: [2; 3],
-            heads: vec![heat, size, offset],
+            heads: vec![
+                named("heat", heat),
+                named("size", size),
+                named("offset", offset),
+            ],
+        }
+    }
+
+    fn named(name: &str, map: Array4<f32>) -> HeadMap {
+        HeadMap {
+            name: name.into(),
+            map,
+        }
+    }
+
+    fn outputs() -> Outputs {
+        let spec = |name: &str| OutputSpec {
+            name: name.into(),
+            meaning: String::new(),
+        };
+        Outputs {
+            heatmap: spec("heat"),
+            size: Some(spec("size")),
+            offset: Some(spec("offset")),
         }
     }
 
     #[test]
     fn peaks_become_boxes_in_input_voxels() {
         let maps = maps_with_peaks(&[([3, 4, 5], 0.9), ([6, 1, 1], 0.4), ([0, 0, 0], 0.1)]);
-        let (boxes, dropped) = decode_centernet(&maps, 0.3, [16, 16, 16]);
+        let (boxes, dropped) = decode_centernet(&maps, &outputs(), 0.3, [16, 16, 16]).unwrap();
         assert_eq!(dropped, 0);
         assert_eq!(boxes.len(), 2);
         assert_eq!(boxes[0].score, 0.9);
@@ -299,7 +341,7 @@ mod tests {
     #[test]
     fn a_plateau_gives_one_peak_and_padding_peaks_are_dropped() {
         let maps = maps_with_peaks(&[([2, 2, 2], 0.8), ([3, 2, 2], 0.8), ([7, 7, 7], 0.9)]);
-        let (boxes, _) = decode_centernet(&maps, 0.5, [14, 14, 14]);
+        let (boxes, _) = decode_centernet(&maps, &outputs(), 0.5, [14, 14, 14]).unwrap();
         assert_eq!(boxes.len(), 1, "{boxes:?}");
         assert_eq!(boxes[0].bbox.center, [5.0, 5.0, 5.0]);
     }
@@ -320,9 +362,9 @@ mod tests {
         prob[[0, 2, 2, 3]] = 0.8;
         let maps = Maps {
             stride: [2; 3],
-            heads: vec![prob],
+            heads: vec![named("heat", prob)],
         };
-        let (boxes, dropped) = decode_segmentation(&maps, 0.5, [12, 12, 9]);
+        let (boxes, dropped) = decode_segmentation(&maps, &outputs(), 0.5, [12, 12, 9]).unwrap();
         assert_eq!(dropped, 0);
         let scores: Vec<f32> = boxes.iter().map(|b| b.score).collect();
         assert_eq!(scores, vec![0.9, 0.8, 0.5]);

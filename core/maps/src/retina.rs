@@ -11,7 +11,7 @@
 use ndarray::{Array4, Axis};
 
 use crate::decode::{Candidate, ModelGridBox};
-use crate::stitch::Maps;
+use crate::stitch::{HeadMap, Maps, MissingHead};
 use tessera_plan::model::{RetinaLevel, RetinaSpec};
 
 /// A box as MONAI holds it: `[x0, y0, z0, x1, y1, z1]`, `f32`.
@@ -25,22 +25,21 @@ struct Scored {
     corners: Corners,
 }
 
-/// The detections of a RetinaNet's stitched maps (`heads`: every level's classification, then
-/// every level's box regression, `[channels, z, y, x]`) on an image of `image_size` voxels,
-/// best first; and how many boxes over `threshold` were beyond a level's `topk`.
+/// The detections of a RetinaNet's stitched maps (each level's classification and box
+/// regression heads, found by the names in its card section, `[channels, z, y, x]`) on an
+/// image of `image_size` voxels, best first; and how many boxes over `threshold` were beyond a
+/// level's `topk`.
 pub fn decode_retinanet(
     spec: &RetinaSpec,
-    heads: &[Array4<f32>],
+    maps: &Maps,
     threshold: f32,
     image_size: [usize; 3],
-) -> (Vec<Candidate>, usize) {
-    let levels = spec.levels.len();
+) -> Result<(Vec<Candidate>, usize), MissingHead> {
     let mut boxes = Vec::new();
     let mut dropped = 0;
-    for (l, level) in spec.levels.iter().enumerate() {
-        let (Some(classes), Some(codes)) = (heads.get(l), heads.get(levels + l)) else {
-            continue;
-        };
+    for level in &spec.levels {
+        let classes = maps.head(&level.classification)?;
+        let codes = maps.head(&level.box_regression)?;
         let (level_boxes, over) = select_level(spec, level, classes, codes, threshold, image_size);
         dropped += over;
         boxes.extend(level_boxes);
@@ -59,27 +58,30 @@ pub fn decode_retinanet(
             }
         })
         .collect();
-    (candidates, dropped)
+    Ok((candidates, dropped))
 }
 
-/// What the viewer draws as a RetinaNet's score map: the finest level's best anchor score per
-/// cell (the sigmoid of its largest logit), `[1, z, y, x]` at that level's stride.
-pub fn score_map(spec: &RetinaSpec, heads: &[Array4<f32>]) -> Maps {
-    let (Some(level), Some(classes)) = (spec.levels.first(), heads.first()) else {
-        return Maps {
+/// A RetinaNet's score map: the finest level's best anchor score per cell (the sigmoid of its
+/// largest logit), `[1, z, y, x]` at that level's stride, named after that level's
+/// classification head.
+pub fn score_map(spec: &RetinaSpec, maps: &Maps) -> Result<Maps, MissingHead> {
+    let Some(level) = spec.levels.first() else {
+        return Ok(Maps {
             stride: [1; 3],
             heads: Vec::new(),
-        };
+        });
     };
+    let classes = maps.head(&level.classification)?;
     let best = classes.fold_axis(Axis(0), f32::NEG_INFINITY, |m, v| m.max(*v));
-    Maps {
+    Ok(Maps {
         stride: level.stride,
-        heads: vec![best.mapv(sigmoid).insert_axis(Axis(0))],
-    }
+        heads: vec![HeadMap {
+            name: format!("{} (best anchor, sigmoid)", level.classification),
+            map: best.mapv(sigmoid).insert_axis(Axis(0)),
+        }],
+    })
 }
 
-/// One level: the `topk` best anchors over `threshold`, decoded and clipped (MONAI's
-/// `select_top_score_idx_per_level`, `decode_single`, `clip_boxes_to_image`).
 fn select_level(
     spec: &RetinaSpec,
     level: &RetinaLevel,
@@ -271,7 +273,21 @@ mod tests {
         classes[[0, 0, 0, 1]] = 2.0; // the cell at x = 1
         classes[[0, 0, 0, 0]] = 1.0;
         let codes = Array4::zeros((6, 1, 1, 2));
-        let (found, dropped) = decode_retinanet(&spec, &[classes, codes], 0.5, [8, 4, 2]);
+        let level = &spec.levels[0];
+        let maps = Maps {
+            stride: level.stride,
+            heads: vec![
+                HeadMap {
+                    name: level.box_regression.clone(),
+                    map: codes,
+                },
+                HeadMap {
+                    name: level.classification.clone(),
+                    map: classes,
+                },
+            ],
+        };
+        let (found, dropped) = decode_retinanet(&spec, &maps, 0.5, [8, 4, 2]).unwrap();
         assert_eq!(dropped, 1);
         assert_eq!(found.len(), 1);
         assert!((found[0].score - sigmoid(2.0)).abs() < 1e-7);

@@ -16,11 +16,50 @@ use tessera_plan::plan::{BlendMode, TilePlan, Window};
 /// one axis (the volume's ends), the product's ratios between windows must survive.
 const GAUSSIAN_FLOOR: f32 = 1e-3;
 
-/// The full-volume output maps, each `[channels, z, y, x]` at the model's stride.
+/// The full-volume output maps, each `[channels, z, y, x]` at its head's stride.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Maps {
+    /// The model's stride (the finest head's).
     pub stride: [usize; 3],
-    pub heads: Vec<Array4<f32>>,
+    pub heads: Vec<HeadMap>,
+}
+
+/// One output head's map, `[channels, z, y, x]`, with its name in the card (and the graph).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadMap {
+    pub name: String,
+    pub map: Array4<f32>,
+}
+
+/// A head the card names is not among the maps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no output head named '{name}' (the outputs are: {have})")]
+pub struct MissingHead {
+    pub name: String,
+    pub have: String,
+}
+
+/// The map of the head named `name` in `heads`.
+pub fn head<'a>(heads: &'a [HeadMap], name: &str) -> Result<&'a Array4<f32>, MissingHead> {
+    heads
+        .iter()
+        .find(|h| h.name == name)
+        .map(|h| &h.map)
+        .ok_or_else(|| MissingHead {
+            name: name.to_string(),
+            have: heads
+                .iter()
+                .map(|h| h.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+impl Maps {
+    /// The map of the head named `name`.
+    pub fn head(&self, name: &str) -> Result<&Array4<f32>, MissingHead> {
+        head(&self.heads, name)
+    }
 }
 
 /// A window's blending weight along one axis of `n` cells (the 3-D weight is the product of
@@ -68,9 +107,10 @@ pub enum Weighting {
     MonaiChained,
 }
 
-/// One output head to stitch: its channels and stride.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One output head to stitch: its name, channels and stride.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeadGrid {
+    pub name: String,
     pub channels: usize,
     pub stride: [usize; 3],
 }
@@ -78,6 +118,7 @@ pub struct HeadGrid {
 /// One stitched head: `[channels, z, y, x]` at `stride`.
 #[derive(Debug)]
 struct Accumulator {
+    name: String,
     stride: [usize; 3],
     sum: Array4<f32>,
     /// Index into the stitcher's weight groups (blended modes).
@@ -106,7 +147,7 @@ pub struct Stitcher {
 }
 
 impl Stitcher {
-    /// `heads` in the order the engine returns them.
+    /// Stitches `heads`, each found by name in every window's outputs.
     pub fn new(plan: &TilePlan, heads: &[HeadGrid], weighting: Weighting) -> Self {
         let blended = plan.spec.blend != BlendMode::Halo;
         // Blended windows all have one size (the patch, or the volume when it is smaller).
@@ -149,6 +190,7 @@ impl Stitcher {
                 }
             };
             stitcher.heads.push(Accumulator {
+                name: h.name.clone(),
                 stride: h.stride,
                 sum: Array4::zeros((h.channels, cells[2], cells[1], cells[0])),
                 group,
@@ -158,7 +200,12 @@ impl Stitcher {
     }
 
     /// Adds one window's outputs (`[channels, z, y, x]` each, covering the whole window).
-    pub fn add(&mut self, window: &Window, outputs: &[Array4<f32>]) {
+    pub fn add(&mut self, window: &Window, outputs: &[HeadMap]) -> Result<(), MissingHead> {
+        let outputs = self
+            .heads
+            .iter()
+            .map(|h| head(outputs, &h.name))
+            .collect::<Result<Vec<_>, _>>()?;
         match self.blend {
             BlendMode::Halo => {
                 for (head, out) in self.heads.iter_mut().zip(outputs) {
@@ -204,6 +251,7 @@ impl Stitcher {
                 }
             }
         }
+        Ok(())
     }
 
     /// `group`'s weight per output cell for windows of `size`, `[z, y, x]`.
@@ -234,7 +282,7 @@ impl Stitcher {
 
     /// The finished maps, one per head in order; blended modes are divided by the
     /// accumulated weights.
-    pub fn finish(mut self) -> Vec<Array4<f32>> {
+    pub fn finish(mut self) -> Vec<HeadMap> {
         if self.blend != BlendMode::Halo {
             for head in &mut self.heads {
                 let weight = &self.groups[head.group].total;
@@ -247,7 +295,13 @@ impl Stitcher {
                 }
             }
         }
-        self.heads.into_iter().map(|h| h.sum).collect()
+        self.heads
+            .into_iter()
+            .map(|h| HeadMap {
+                name: h.name,
+                map: h.sum,
+            })
+            .collect()
     }
 }
 

@@ -46,8 +46,8 @@ impl GridMap {
     }
 
     /// The study voxels covering the model-grid box `[lo, hi]` (voxel coordinates): the range
-    /// around its eight corners, clamped to the study, at least one voxel deep.
-    pub fn study_voxels_of_box(&self, lo: Vec3, hi: Vec3) -> StudyVoxelBox {
+    /// around its eight corners ([`StudyVoxelBox::covering`]); `None` when it misses the study.
+    pub fn study_voxels_of_box(&self, lo: Vec3, hi: Vec3) -> Option<StudyVoxelBox> {
         let mut min = [f64::INFINITY; 3];
         let mut max = [f64::NEG_INFINITY; 3];
         for corner in 0..8 {
@@ -58,13 +58,7 @@ impl GridMap {
                 max[a] = max[a].max(v[a]);
             }
         }
-        let size = self.study_size.map(|n| n as f64);
-        StudyVoxelBox {
-            min: std::array::from_fn(|a| (min[a] + 0.5).floor().clamp(0.0, size[a]) as usize),
-            max: std::array::from_fn(|a| {
-                ((max[a] + 0.5).ceil().clamp(0.0, size[a]) as usize).max(1)
-            }),
-        }
+        StudyVoxelBox::covering(min, max, self.study_size)
     }
 
     /// Where model voxel boundary `edge` (the start of model voxel `edge`) lies along `axis`,
@@ -126,7 +120,9 @@ mod tests {
         assert_eq!(map.model_voxel(0, 7), 4, "study 7 is model 3.5, rounds up");
         assert_eq!(map.model_voxel(2, 3), 6);
         // A model box of voxels 2..=3 along x covers study voxels 3..8.
-        let b = map.study_voxels_of_box([1.5, 0.0, 0.0], [3.5, 0.0, 0.0]);
+        let b = map
+            .study_voxels_of_box([1.5, 0.0, 0.0], [3.5, 0.0, 0.0])
+            .unwrap();
         assert_eq!((b.min[0], b.max[0]), (3, 8));
         assert_eq!(b.max[1], 1, "at least one voxel deep");
     }

@@ -9,8 +9,14 @@ use rayon::prelude::*;
 use tessera_dicom::geometry::{Affine3, scale};
 use tessera_dicom::volume::{Geometry, MAX_VOXELS, Volume, Voxels};
 
-/// Spacings closer than this (relative) are the same: no resampling.
+/// Spacings closer than this (relative to the target) are the same: no resampling.
 const SAME_SPACING: f64 = 1e-6;
+
+/// Whether a study's spacing along one axis is the target's: the one test of "same spacing"
+/// (the grid's size and whether a copy is made both follow it).
+fn same_spacing(study_mm: f64, target_mm: f64) -> bool {
+    (study_mm - target_mm).abs() <= SAME_SPACING * target_mm
+}
 
 /// Why a volume cannot be resampled.
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +44,7 @@ pub fn resampled_size(geometry: &Geometry, spacing_mm: [f64; 3]) -> [usize; 3] {
 fn axis_counts(geometry: &Geometry, spacing_mm: [f64; 3]) -> [f64; 3] {
     std::array::from_fn(|a| {
         let ratio = spacing_mm[a] / geometry.spacing_mm[a];
-        if (ratio - 1.0).abs() <= SAME_SPACING {
+        if same_spacing(geometry.spacing_mm[a], spacing_mm[a]) {
             geometry.size[a] as f64
         } else {
             ((geometry.size[a].saturating_sub(1) as f64 / ratio).floor() + 1.0).max(1.0)
@@ -81,7 +87,7 @@ pub fn resampled_geometry(geometry: &Geometry, spacing_mm: [f64; 3]) -> Geometry
 
 /// Whether a volume of `geometry` differs from `spacing_mm`, so that [`resample`] makes a copy.
 pub fn resample_needed(geometry: &Geometry, spacing_mm: [f64; 3]) -> bool {
-    (0..3).any(|a| (geometry.spacing_mm[a] - spacing_mm[a]).abs() > SAME_SPACING * spacing_mm[a])
+    (0..3).any(|a| !same_spacing(geometry.spacing_mm[a], spacing_mm[a]))
 }
 
 /// `volume` on a grid of `spacing_mm`, or `None` when it already has that spacing.

@@ -51,17 +51,14 @@ impl Truth {
                 let center_voxel: [f64; 3] = std::array::from_fn(|a| {
                     (center_lps_mm[a] - origin[a]) / geometry.spacing_mm[a]
                 });
-                // Voxel i covers [i - 0.5, i + 0.5): keep every voxel the sphere overlaps.
-                let box_voxel = StudyVoxelBox {
-                    min: std::array::from_fn(|a| {
-                        let lo = center_voxel[a] - r / geometry.spacing_mm[a] - 0.5;
-                        (lo.floor() + 1.0).max(0.0) as usize
-                    }),
-                    max: std::array::from_fn(|a| {
-                        let hi = (center_voxel[a] + r / geometry.spacing_mm[a] + 0.5).ceil();
-                        (hi.max(0.0) as usize).min(geometry.size[a])
-                    }),
-                };
+                // Every voxel the sphere's box overlaps; the specs place every nodule inside
+                // the volume (a test checks it), so an empty box would show in that test.
+                let box_voxel = StudyVoxelBox::covering(
+                    std::array::from_fn(|a| center_voxel[a] - r / geometry.spacing_mm[a]),
+                    std::array::from_fn(|a| center_voxel[a] + r / geometry.spacing_mm[a]),
+                    geometry.size,
+                )
+                .unwrap_or_default();
                 NoduleTruth {
                     id,
                     kind: n.kind,

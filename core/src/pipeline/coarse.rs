@@ -69,7 +69,7 @@ impl Runner<'_> {
             &maps,
             decode_threshold,
             coarse.geometry.size,
-        );
+        )?;
         let to_main = GridMap::new(&coarse.geometry, &input.geometry);
         let (from, to) = (coarse.geometry.spacing_mm, input.geometry.spacing_mm);
         let large: Vec<Candidate> = peaks

@@ -53,23 +53,14 @@ impl SrFinding {
             .iter()
             .map(|p| voxel_from_world.apply(*p))
             .collect();
-        let mut min = [0usize; 3];
-        let mut max = [0usize; 3];
-        for axis in 0..3 {
-            let lo = voxels.iter().map(|v| v[axis]).fold(f64::INFINITY, f64::min);
-            let hi = voxels
+        let lo = std::array::from_fn(|a| voxels.iter().map(|v| v[a]).fold(f64::INFINITY, f64::min));
+        let hi = std::array::from_fn(|a| {
+            voxels
                 .iter()
-                .map(|v| v[axis])
-                .fold(f64::NEG_INFINITY, f64::max);
-            // Voxel i covers [i - 0.5, i + 0.5).
-            let first = (lo + 0.5).floor().max(0.0);
-            let end = ((hi + 0.5).floor() + 1.0).min(geometry.size[axis] as f64);
-            if first.partial_cmp(&end) != Some(std::cmp::Ordering::Less) {
-                return None;
-            }
-            (min[axis], max[axis]) = (first as usize, end as usize);
-        }
-        Some(StudyVoxelBox { min, max })
+                .map(|v| v[a])
+                .fold(f64::NEG_INFINITY, f64::max)
+        });
+        StudyVoxelBox::covering(lo, hi, geometry.size)
     }
 }
 

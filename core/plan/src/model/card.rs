@@ -327,6 +327,12 @@ impl ModelCard {
         })
     }
 
+    /// The head whose values are the findings' scores: the heatmap or probability map, or a
+    /// RetinaNet's finest classification level (what a precision check compares).
+    pub fn score_head(&self) -> Option<Head<'_>> {
+        self.heads().into_iter().next()
+    }
+
     /// The heads the pipeline reads, in the order of the window outputs and the stitched maps:
     /// the heatmap (1 channel), then for CenterNet the size and offset heads (3 each); for a
     /// RetinaNet every level's classification, then every level's box regression. The engine
