@@ -333,7 +333,7 @@ fn a_reader_decides_with_keys_and_gets_the_review_back_on_the_same_run() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut h = reading_harness(dir.path());
-    h.state_mut().review.reading.settings.reader = "Reader^Test".into();
+    h.state_mut().profile.settings.reader = "Reader^Test".into();
     let rows = {
         let app = h.state();
         app.review.rows(app.run_panel.runs.last().unwrap())
@@ -469,7 +469,7 @@ fn a_study_opens_from_the_pacs_and_the_reviewed_sr_goes_back() {
     let places = Places::under(&dir.path().join("user"));
     h.state_mut().use_places(places.clone());
     {
-        let settings = &mut h.state_mut().review.reading.settings;
+        let settings = &mut h.state_mut().profile.settings;
         settings.pacs_url = orthanc.dicomweb_url();
         settings.pacs_user = tessera_tests::orthanc::USER.into();
         settings.pacs_password = tessera_tests::orthanc::PASSWORD.into();

@@ -68,6 +68,30 @@ impl Settings {
     }
 }
 
+/// The user's settings and where their files live: what the viewer's panels read and save.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    pub settings: Settings,
+    pub places: Places,
+}
+
+impl Profile {
+    /// The settings kept in `places`; a broken settings file is reported (and the defaults
+    /// used), not fatal.
+    pub fn load(places: Places) -> (Self, Option<String>) {
+        let (settings, problem) = match places.load_settings() {
+            Ok(s) => (s, None),
+            Err(e) => (Settings::default(), Some(format!("{e:#}"))),
+        };
+        (Self { settings, places }, problem)
+    }
+
+    /// Saves the settings where they are kept.
+    pub fn save_settings(&self) -> anyhow::Result<()> {
+        self.places.save_settings(&self.settings)
+    }
+}
+
 /// Where the viewer's files live; `None` folders keep nothing (tests, or no home folder).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Places {

@@ -13,7 +13,7 @@ use tessera_plan::model::{Model, ModelCard};
 use tessera_plan::plan::TileSpec;
 use tessera_plan::request::DetectConfig;
 
-use super::run::RunRecord;
+use super::run_panel::RunRecord;
 use crate::common::batch::{StudyRecord, collect};
 
 /// The batch results window.

@@ -8,7 +8,7 @@ use egui::{Color32, Sense, Stroke, StrokeKind, TextureHandle, Ui, vec2};
 use tessera_dicom::view::{Plane, WindowLevel, crop_image};
 
 use super::reading::decision_label;
-use super::run::RunRecord;
+use super::run_panel::RunRecord;
 use super::study::Study;
 
 /// Thumbnails' side on screen, and in image pixels.

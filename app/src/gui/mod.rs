@@ -1,7 +1,7 @@
 //! The desktop viewer: MPR review of a CT study with the detector running live.
 //!
 //! The UI renders state and sends commands; loading and detection run on named worker threads
-//! that report through channels ([`study::LoadJob`], [`run::RunJob`]). Everything the viewer
+//! that report through channels ([`study::LoadJob`], [`run_panel::RunJob`]). Everything the viewer
 //! computes comes from `tessera_core` (slices, plans, the pipeline, parity, reports).
 
 mod axes_edit;
@@ -17,7 +17,7 @@ mod overlays;
 pub mod pacs;
 pub mod reading;
 pub mod review;
-pub mod run;
+pub mod run_panel;
 mod slice_view;
 pub mod study;
 pub mod tools;
@@ -28,8 +28,10 @@ use anyhow::Context as _;
 use egui::{Key, Ui};
 use tessera_core::sr::{Selection, SrOptions};
 
-pub use review::Review;
-pub use run::{RunPanel, RunRecord};
+use crate::common::settings::{Places, Profile};
+
+pub use review::ReviewPanel;
+pub use run_panel::{RunPanel, RunRecord};
 pub use study::{LoadJob, Source, Study};
 
 /// What to do on start, besides opening the study.
@@ -76,7 +78,7 @@ pub fn run(
         options,
         Box::new(move |cc| {
             let mut app = TesseraApp::new(&cc.egui_ctx, source, ort_lib, startup.allow_gaps);
-            app.use_places(crate::common::settings::Places::user());
+            app.use_places(Places::user());
             app.review.show_seams = startup.seams;
             app.review.show_lungs = startup.lungs;
             if let Some(dir) = &startup.model {
@@ -126,7 +128,9 @@ pub struct TesseraApp {
     pub picker: Option<study::Picker>,
     pub study: Option<Study>,
     pub run_panel: RunPanel,
-    pub review: Review,
+    pub review: ReviewPanel,
+    /// The user's settings (the reader's name, the PACS) and where their files live.
+    pub profile: Profile,
     /// Messages for the user (failures, refusals, saved files); dismissable.
     pub messages: Vec<Message>,
     screenshot: Option<review::ScreenshotJob>,
@@ -166,7 +170,8 @@ impl TesseraApp {
             picker: None,
             study: None,
             run_panel: RunPanel::new(ort_lib),
-            review: Review::default(),
+            review: ReviewPanel::default(),
+            profile: Profile::default(),
             messages: Vec::new(),
             screenshot: None,
             startup: Startup::default(),
@@ -205,7 +210,8 @@ impl TesseraApp {
                     det.display()
                 );
                 self.run_panel.runs.push(record);
-                self.review.run_finished(&self.run_panel.runs);
+                self.review
+                    .run_finished(&self.run_panel.runs, &self.profile);
                 self.info(text);
             }
             Err(e) => self.error(format!("{e:#}")),
@@ -243,11 +249,11 @@ impl TesseraApp {
     }
 
     /// Where settings and reviews are kept (the user's folders; tests give a temporary one).
-    pub fn use_places(&mut self, places: crate::common::settings::Places) {
+    pub fn use_places(&mut self, places: Places) {
         self.run_panel
             .set_models(places.installed_models(), places.models.clone());
-        let (reading, problem) = reading::Reading::new(places);
-        self.review.reading = reading;
+        let (profile, problem) = Profile::load(places);
+        self.profile = profile;
         if let Some(problem) = problem {
             self.error(problem);
         }
@@ -289,17 +295,18 @@ impl TesseraApp {
         }
         if let Some(outcome) = self.run_panel.poll() {
             match outcome {
-                run::Outcome::Finished(record) => {
-                    let summary = run::summary(&record);
+                run_panel::Outcome::Finished(record) => {
+                    let summary = run_panel::summary(&record);
                     if record.report.stats.memory.prediction_exceeded {
                         self.error(summary);
                     } else {
                         self.info(summary);
                     }
-                    self.review.run_finished(&self.run_panel.runs);
+                    self.review
+                        .run_finished(&self.run_panel.runs, &self.profile);
                 }
-                run::Outcome::Cancelled => self.info("run cancelled"),
-                run::Outcome::Failed(e) => self.error(e),
+                run_panel::Outcome::Cancelled => self.info("run cancelled"),
+                run_panel::Outcome::Failed(e) => self.error(e),
             }
         }
         if let Some(job) = &mut self.screenshot
@@ -552,9 +559,15 @@ impl TesseraApp {
                 self.message(m.error, m.text);
             }
             ui.separator();
-            let export = self
-                .review
-                .ui(ui, &self.run_panel.runs, self.study.as_mut());
+            if let Some(problem) = reading::reader_ui(ui, &mut self.profile) {
+                self.error(problem);
+            }
+            let export = self.review.ui(
+                ui,
+                &self.run_panel.runs,
+                self.study.as_mut(),
+                &self.profile.settings.reader,
+            );
             if let Some(kind) = export {
                 self.ask_path(match kind {
                     review::ExportKind::Json => files::PathJob::ExportJson,
@@ -587,7 +600,7 @@ impl TesseraApp {
             return;
         };
         study.follow_reading_window(self.run_panel.reading_window());
-        let mut overlay = run::Overlay::new(&self.run_panel, &self.review);
+        let mut overlay = run_panel::Overlay::new(&self.run_panel, &self.review);
         overlay.imported = self.imported.as_ref();
         slice_view::layout_ui(ui, study, &overlay);
         let corrected = study.axes_edit.corrected.take();
@@ -670,22 +683,17 @@ impl TesseraApp {
 
     /// The PACS browser's window, and what its clicks ask for.
     fn pacs_ui(&mut self, ctx: &egui::Context) {
-        let settings = &mut self.review.reading.settings;
+        let settings = &mut self.profile.settings;
         let Some(request) = self.pacs.window_ui(ctx, &mut settings.pacs_url) else {
             return;
         };
         if request == pacs::Request::SaveUrl {
-            let saved = self
-                .review
-                .reading
-                .places
-                .save_settings(&self.review.reading.settings);
-            if let Err(e) = saved {
+            if let Err(e) = self.profile.save_settings() {
                 self.error(format!("{e:#}"));
             }
             return;
         }
-        let server = match self.review.reading.settings.pacs_server() {
+        let server = match self.profile.settings.pacs_server() {
             Ok(server) => server,
             Err(e) => return self.error(format!("{e:#}")),
         };
@@ -696,7 +704,7 @@ impl TesseraApp {
                 study_uid,
                 series_uid,
             } => {
-                let cache = &self.review.reading.places.retrieved;
+                let cache = &self.profile.places.retrieved;
                 self.pacs
                     .retrieve(server, study_uid, series_uid, cache, ctx);
             }
@@ -707,7 +715,7 @@ impl TesseraApp {
     /// Sends the last run's accepted findings as an SR to the configured PACS.
     pub fn send_sr(&mut self) {
         let built = || -> anyhow::Result<(tessera_pacs::Server, Vec<u8>)> {
-            let server = self.review.reading.settings.pacs_server()?;
+            let server = self.profile.settings.pacs_server()?;
             let record = self.run_panel.runs.last().context("no run to send")?;
             let review = self.review.reading.review.as_ref();
             let options = SrOptions::now(Selection::AcceptedOnly);
@@ -745,7 +753,8 @@ impl TesseraApp {
                 study.next_slab_mode();
             } else if let Some(step) = reading::Reading::step_of(press) {
                 if let Some(record) = self.run_panel.runs.last() {
-                    self.review.apply(step, record, Some(study));
+                    self.review
+                        .apply(step, record, Some(study), &self.profile.settings.reader);
                 }
             } else if let Some(plane) = study.hovered {
                 let slices = match press.key {

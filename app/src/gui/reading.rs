@@ -3,20 +3,22 @@
 //! at once (one file per run in the user's data folder), and a run that finds the same
 //! detections again gets its review back.
 
+use std::path::PathBuf;
+
 use egui::{Key, Ui};
 use tessera_core::report::DetectionReport;
 use tessera_core::review::{AddedFinding, Decision, Review, run_id};
 
 use super::keys::Press;
 use super::review::Row;
-use crate::common::settings::{Places, Settings};
+use crate::common::settings::Profile;
 
 /// The decisions on the last run, and the note being typed.
 #[derive(Debug, Default)]
 pub struct Reading {
     pub review: Option<Review>,
-    pub settings: Settings,
-    pub places: Places,
+    /// Where this run's review is kept (`None`: nowhere, as in tests without a data folder).
+    path: Option<PathBuf>,
     /// The note field's text for the selected finding (saved when it loses focus).
     note: String,
     note_for: Option<Row>,
@@ -33,26 +35,14 @@ pub enum Step {
 }
 
 impl Reading {
-    /// The reader's settings from `places`; a broken settings file is reported, not fatal.
-    pub fn new(places: Places) -> (Self, Option<String>) {
-        let (settings, problem) = match places.load_settings() {
-            Ok(s) => (s, None),
-            Err(e) => (Settings::default(), Some(format!("{e:#}"))),
-        };
-        let reading = Self {
-            settings,
-            places,
-            ..Self::default()
-        };
-        (reading, problem)
-    }
-
     /// A new run: its stored review if there is one (same detections), else a fresh one.
     /// Returns a line for the message bar.
-    pub fn run_finished(&mut self, report: &DetectionReport) -> Option<String> {
+    pub fn run_finished(&mut self, report: &DetectionReport, profile: &Profile) -> Option<String> {
         self.note_for = None;
         let id = run_id(report);
-        let stored = self.places.review_path(&id).filter(|p| p.is_file());
+        self.path = profile.places.review_path(&id);
+        let stored = self.path.clone().filter(|p| p.is_file());
+        let reader = &profile.settings.reader;
         match stored.map(|path| (Review::read_for(&path, report), path)) {
             Some((Ok(review), path)) => {
                 let decided = review
@@ -67,46 +57,39 @@ impl Reading {
                 ))
             }
             Some((Err(e), _)) => {
-                self.review = Some(Review::new(report, &self.settings.reader));
+                self.review = Some(Review::new(report, reader));
                 Some(format!("the stored review could not be used: {e:#}"))
             }
             None => {
-                self.review = Some(Review::new(report, &self.settings.reader));
+                self.review = Some(Review::new(report, reader));
                 None
             }
         }
     }
 
-    /// Records `decision` on finding `index` and saves the review.
-    pub fn decide(&mut self, index: usize, decision: Decision) -> Result<(), String> {
+    /// Records `reader`'s `decision` on finding `index` and saves the review.
+    pub fn decide(&mut self, index: usize, decision: Decision, reader: &str) -> Result<(), String> {
         let Some(review) = &mut self.review else {
             return Ok(());
         };
-        review.reader.clone_from(&self.settings.reader);
+        reader.clone_into(&mut review.reader);
         review.decide(index, Some(decision), &tessera_core::sr::now_dt());
         self.save()?;
-        if self.settings.reader.trim().is_empty()
-            && !std::mem::replace(&mut self.told_unnamed, true)
-        {
+        if reader.trim().is_empty() && !std::mem::replace(&mut self.told_unnamed, true) {
             return Err("decision saved, but no reader is named: type your name in the Reader field, or the SR will not say who decided".into());
         }
         Ok(())
     }
 
     fn save(&self) -> Result<(), String> {
-        let (Some(review), Some(path)) = (
-            &self.review,
-            self.review
-                .as_ref()
-                .and_then(|r| self.places.review_path(&r.run_id)),
-        ) else {
+        let (Some(review), Some(path)) = (&self.review, &self.path) else {
             return Ok(());
         };
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| format!("creating {}: {e}", parent.display()))?;
         }
-        review.write(&path).map_err(|e| format!("{e:#}"))
+        review.write(path).map_err(|e| format!("{e:#}"))
     }
 
     /// Adds a finding the reader drew, and saves the review.
@@ -138,8 +121,8 @@ impl Reading {
         }
     }
 
-    /// Reader's name, the selected finding's buttons and note, and how far the review is.
-    /// Returns the step a button asked for, and a failure to save, if any.
+    /// The selected finding's buttons and note, and how far the review is. Returns the step a
+    /// button asked for, and a failure to save, if any.
     pub fn ui(
         &mut self,
         ui: &mut Ui,
@@ -148,19 +131,6 @@ impl Reading {
     ) -> (Option<Step>, Option<String>) {
         let mut step = None;
         let mut problem = None;
-        ui.horizontal(|ui| {
-            ui.label("Reader");
-            let name = ui.add(
-                egui::TextEdit::singleline(&mut self.settings.reader)
-                    .hint_text("Family^Given")
-                    .desired_width(160.0),
-            );
-            if name.lost_focus()
-                && let Err(e) = self.places.save_settings(&self.settings)
-            {
-                problem = Some(format!("{e:#}"));
-            }
-        });
         if let Some(review) = &self.review {
             let of = |d| {
                 review
@@ -314,6 +284,24 @@ impl Reading {
         }
         self.save()
     }
+}
+
+/// The reader's name (kept in the settings, stamped on decisions, reviews and SRs); returns a
+/// failure to save the settings, if any.
+pub fn reader_ui(ui: &mut Ui, profile: &mut Profile) -> Option<String> {
+    ui.horizontal(|ui| {
+        ui.label("Reader");
+        let name = ui.add(
+            egui::TextEdit::singleline(&mut profile.settings.reader)
+                .hint_text("Family^Given")
+                .desired_width(160.0),
+        );
+        name.lost_focus()
+            .then(|| profile.save_settings().err())
+            .flatten()
+            .map(|e| format!("{e:#}"))
+    })
+    .inner
 }
 
 /// The label and colour of a decision in the table.

@@ -12,8 +12,9 @@ use tessera_core::parity::{ParityReport, Tolerances, compare};
 
 use super::measures;
 use super::reading::{Reading, Step, decision_label};
-use super::run::RunRecord;
+use super::run_panel::RunRecord;
 use super::study::Study;
+use crate::common::settings::Profile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortBy {
@@ -37,7 +38,7 @@ pub enum ExportKind {
 
 /// What the user is reviewing.
 #[derive(Debug)]
-pub struct Review {
+pub struct ReviewPanel {
     pub threshold: f32,
     pub selected: Option<usize>,
     /// A finding the reader added, selected instead of a detection.
@@ -58,7 +59,7 @@ pub struct Review {
     pub notices: Vec<(bool, String)>,
 }
 
-impl Default for Review {
+impl Default for ReviewPanel {
     fn default() -> Self {
         Self {
             threshold: 0.0,
@@ -77,7 +78,7 @@ impl Default for Review {
     }
 }
 
-impl Review {
+impl ReviewPanel {
     /// A new study: a fresh review, the overlay toggles kept.
     pub fn study_changed(&mut self) {
         let mut reading = std::mem::take(&mut self.reading);
@@ -93,12 +94,12 @@ impl Review {
     }
 
     /// A new run: its threshold, and its parity against the previous one.
-    pub fn run_finished(&mut self, runs: &[RunRecord]) {
+    pub fn run_finished(&mut self, runs: &[RunRecord], profile: &Profile) {
         self.selected = None;
         self.selected_added = None;
         if let Some(last) = runs.last() {
             self.threshold = last.report.config.score_threshold;
-            if let Some(notice) = self.reading.run_finished(&last.report) {
+            if let Some(notice) = self.reading.run_finished(&last.report, profile) {
                 self.notices.push((false, notice));
             }
         }
@@ -195,7 +196,13 @@ impl Review {
 
     /// Moves through the findings in table order (the reader's after the detector's), or
     /// decides the selected one.
-    pub fn apply(&mut self, step: Step, record: &RunRecord, study: Option<&mut Study>) {
+    pub fn apply(
+        &mut self,
+        step: Step,
+        record: &RunRecord,
+        study: Option<&mut Study>,
+        reader: &str,
+    ) {
         let rows = self.table_rows(record);
         let at = self
             .current()
@@ -203,7 +210,7 @@ impl Review {
         let target = match (step, at) {
             (Step::Decide(decision), _) => {
                 let decided = match self.current() {
-                    Some(Row::Detection(i)) => self.reading.decide(i, decision),
+                    Some(Row::Detection(i)) => self.reading.decide(i, decision, reader),
                     Some(Row::Added(k)) => self.reading.decide_added(k, decision),
                     None => Ok(()),
                 };
@@ -229,6 +236,7 @@ impl Review {
         ui: &mut Ui,
         runs: &[RunRecord],
         mut study: Option<&mut Study>,
+        reader: &str,
     ) -> Option<ExportKind> {
         ui.heading("Detections");
         let Some(record) = runs.last() else {
@@ -293,7 +301,7 @@ impl Review {
             self.selected_added = None; // removed
         }
         if let Some(step) = step {
-            self.apply(step, record, study.as_deref_mut());
+            self.apply(step, record, study.as_deref_mut(), reader);
         }
         self.lung_rads_ui(ui, record, &rows);
         let only_now: Vec<usize> = if self.compare {

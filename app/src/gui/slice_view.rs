@@ -11,7 +11,7 @@ use tessera_plan::grid_map::GridMap;
 use tessera_plan::plan::{BlendMode, TilePlan};
 
 use super::corner_text::{self, Backed};
-use super::run::{Overlay, WindowState};
+use super::run_panel::{Overlay, WindowState};
 use super::study::{Study, TextureKey, plane_index};
 use super::tools::{self, Phase, Tool};
 use super::{colors, keys, overlays};
@@ -570,8 +570,8 @@ fn drag_axes(study: &mut Study, map: &Mapping, phase: Option<Phase>, at: Option<
 /// A detection's axes as the reader drew them, or as measured (a box's sides only when it is
 /// selected).
 fn drawn_axes<'a>(
-    review: Option<&'a super::review::Review>,
-    record: &'a super::run::RunRecord,
+    review: Option<&'a super::review::ReviewPanel>,
+    record: &'a super::run_panel::RunRecord,
     i: usize,
 ) -> Option<&'a tessera_core::measure::AxialAxes> {
     let reader = super::measures::reader_axes(review.and_then(|r| r.reading.review.as_ref()), i);

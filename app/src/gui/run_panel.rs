@@ -21,7 +21,7 @@ use tessera_plan::model::{Model, default_detector, shipped_model_dirs};
 use tessera_plan::plan::{BlendMode, PlanError, TilePlan, TileSpec, Window};
 use tessera_plan::request::{DetectConfig, PatchChoice};
 
-use super::{Message, Review, Study};
+use super::{Message, ReviewPanel, Study};
 
 /// How long the viewer waits after a run's event before drawing it, so that events that come
 /// together share one frame.
@@ -48,7 +48,8 @@ pub enum Outcome {
     Failed(String),
 }
 
-enum Msg {
+/// What the `tessera-detect` worker sends the panel: the pipeline's events, then the outcome.
+enum WorkerUpdate {
     Event(Box<Event>),
     Done(Outcome),
 }
@@ -56,7 +57,7 @@ enum Msg {
 /// Live state of a run in flight.
 #[derive(Debug)]
 pub struct RunJob {
-    rx: Receiver<Msg>,
+    rx: Receiver<WorkerUpdate>,
     cancel: CancelToken,
     started: Instant,
     pub plan: Option<TilePlan>,
@@ -72,9 +73,9 @@ pub struct RunJob {
     pub cancel_requested: bool,
 }
 
-impl std::fmt::Debug for Msg {
+impl std::fmt::Debug for WorkerUpdate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Msg")
+        f.write_str("WorkerUpdate")
     }
 }
 
@@ -324,7 +325,7 @@ impl RunPanel {
                 let events = tx.clone();
                 let result = pipeline::detect(&volume, &model, &config, &worker_cancel, &mut |e| {
                     // The window may have closed: nobody to tell.
-                    let _ = events.send(Msg::Event(Box::new(e.clone())));
+                    let _ = events.send(WorkerUpdate::Event(Box::new(e.clone())));
                     // One frame for events that come together (a window finished, the next
                     // started): on a software renderer each frame costs inference time.
                     ctx.request_repaint_after(EVENT_FRAME_DELAY);
@@ -341,7 +342,7 @@ impl RunPanel {
                     // The whole chain: a runtime error's reason is its source.
                     Err(e) => Outcome::Failed(format!("run failed: {:#}", anyhow::Error::from(e))),
                 };
-                let _ = tx.send(Msg::Done(done));
+                let _ = tx.send(WorkerUpdate::Done(done));
                 ctx.request_repaint();
             })
             .map_err(|e| format!("cannot start the detection thread: {e}"))?;
@@ -374,7 +375,7 @@ impl RunPanel {
         let job = self.job.as_mut()?;
         loop {
             match job.rx.try_recv() {
-                Ok(Msg::Event(e)) => match *e {
+                Ok(WorkerUpdate::Event(e)) => match *e {
                     Event::PlanReady(plan) => {
                         job.plan = Some(plan);
                         job.model_geometry.clone_from(&self.model_grid);
@@ -408,7 +409,7 @@ impl RunPanel {
                     }
                     Event::Finished { .. } | Event::Cancelled | Event::Failed(_) => {}
                 },
-                Ok(Msg::Done(outcome)) => {
+                Ok(WorkerUpdate::Done(outcome)) => {
                     self.job = None;
                     if let Outcome::Finished(record) = &outcome {
                         self.runs.push((**record).clone());
@@ -687,7 +688,7 @@ pub struct Overlay<'a> {
     /// Windows in study voxels `[min, max)`, with their state.
     pub windows: Vec<([f64; 3], [f64; 3], WindowState)>,
     pub plan: Option<(&'a TilePlan, &'a Geometry)>,
-    pub review: Option<&'a Review>,
+    pub review: Option<&'a ReviewPanel>,
     pub record: Option<&'a RunRecord>,
     pub previous: Option<&'a RunRecord>,
     /// An SR's findings (File > Open SR).
@@ -701,7 +702,7 @@ pub enum WindowState {
 }
 
 impl<'a> Overlay<'a> {
-    pub fn new(panel: &'a RunPanel, review: &'a Review) -> Self {
+    pub fn new(panel: &'a RunPanel, review: &'a ReviewPanel) -> Self {
         let mut overlay = Self {
             review: Some(review),
             record: panel.runs.last(),
