@@ -504,7 +504,7 @@ impl Runner<'_> {
         lung_field: Option<LungFieldStats>,
         started: Instant,
     ) -> RunStats {
-        self.note_stages_peak();
+        self.note_later_steps_peak();
         let mut stats = self.stats;
         stats.lung_field = lung_field;
         stats.elapsed_s = started.elapsed().as_secs_f64();
@@ -526,11 +526,12 @@ impl Runner<'_> {
     }
 
     /// [`Self::note_peak`] for the steps after the passes.
-    fn note_stages_peak(&mut self) -> MemorySample {
+    fn note_later_steps_peak(&mut self) -> MemorySample {
         let sample = self.note_peak();
         let stats = &mut self.stats;
         let stats = &mut stats.memory;
-        stats.stages_peak_memory_bytes = stats.stages_peak_memory_bytes.max(sample.peak_bytes);
+        stats.later_steps_peak_memory_bytes =
+            stats.later_steps_peak_memory_bytes.max(sample.peak_bytes);
         sample
     }
 
@@ -634,7 +635,7 @@ impl Runner<'_> {
             .collect();
         let candidates = best.len();
         observer(&Event::RescoreStarted { candidates });
-        self.note_stages_peak();
+        self.note_later_steps_peak();
         let stage_started = Instant::now();
         let card = &self.model.card;
         let rescored = rescore(
@@ -646,7 +647,7 @@ impl Runner<'_> {
             self.cancel,
         )?;
         let elapsed_s = stage_started.elapsed().as_secs_f64();
-        let sample = self.note_stages_peak();
+        let sample = self.note_later_steps_peak();
         self.stats.rescored = candidates;
         self.stats.rescore_s = elapsed_s;
         self.stats.rescore_peak_bytes = sample.peak_bytes;

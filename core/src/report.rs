@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
 
 use crate::pipeline::{Detection, DetectionResult, RunStats};
 use tessera_plan::plan::BlendMode;
@@ -98,24 +99,15 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot read {}", path.display())]
-    Read {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{} is not a detections file", path.display())]
-    Parse {
-        path: std::path::PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("{} has schema {found}, not {SCHEMA}", path.display())]
-    Schema {
-        path: std::path::PathBuf,
-        found: String,
-    },
+    #[error(transparent)]
+    Read(#[from] JsonFileError),
 }
+
+/// det.json, as [`read_json`] names and checks it.
+pub const KIND: JsonKind = JsonKind {
+    what: "a detections file",
+    schema: Some(SCHEMA),
+};
 
 impl DetectionReport {
     pub fn from_result(result: &DetectionResult) -> Self {
@@ -174,22 +166,7 @@ impl DetectionReport {
 
     /// Reads a `det.json`, checking its schema.
     pub fn read_json(path: &Path) -> Result<Self, ReportError> {
-        let path = path.to_path_buf();
-        let bytes = match tessera_dicom::io::read_regular_file(&path) {
-            Ok(bytes) => bytes,
-            Err(source) => return Err(ReportError::Read { path, source }),
-        };
-        let report: Self = match serde_json::from_slice(&bytes) {
-            Ok(report) => report,
-            Err(source) => return Err(ReportError::Parse { path, source }),
-        };
-        if report.schema != SCHEMA {
-            return Err(ReportError::Schema {
-                path,
-                found: report.schema,
-            });
-        }
-        Ok(report)
+        Ok(read_json(path, KIND)?)
     }
 
     /// The LUNA16 submission format: `seriesuid,coordX,coordY,coordZ,probability` (world mm).

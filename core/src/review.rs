@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
 
 use crate::report::DetectionReport;
 
@@ -99,25 +100,16 @@ pub struct Review {
     pub added: Vec<AddedFinding>,
 }
 
+/// A review file, as [`read_json`] names and checks it.
+pub const KIND: JsonKind = JsonKind {
+    what: "a review file",
+    schema: Some(SCHEMA),
+};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
-    #[error("cannot read {}", path.display())]
-    Read {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{} is not a review file", path.display())]
-    Parse {
-        path: std::path::PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("{} has schema {found}, not {SCHEMA}", path.display())]
-    Schema {
-        path: std::path::PathBuf,
-        found: String,
-    },
+    #[error(transparent)]
+    Read(#[from] JsonFileError),
     #[error(
         "{} reviews run {found}, not this one ({expected}): the detections differ, so its decisions would land on the wrong findings",
         path.display()
@@ -213,21 +205,7 @@ impl Review {
     /// Reads `path` and checks that it reviews `report`.
     pub fn read_for(path: &Path, report: &DetectionReport) -> Result<Self, ReviewError> {
         let path_buf = path.to_path_buf();
-        let bytes =
-            tessera_dicom::io::read_regular_file(path).map_err(|source| ReviewError::Read {
-                path: path_buf.clone(),
-                source,
-            })?;
-        let review: Self = serde_json::from_slice(&bytes).map_err(|source| ReviewError::Parse {
-            path: path_buf.clone(),
-            source,
-        })?;
-        if review.schema != SCHEMA {
-            return Err(ReviewError::Schema {
-                path: path_buf,
-                found: review.schema,
-            });
-        }
+        let review: Self = read_json(path, KIND)?;
         let expected = run_id(report);
         if review.run_id != expected {
             return Err(ReviewError::OtherRun {

@@ -633,7 +633,7 @@ fn markdown(
                 m.describe(),
                 format_bytes(m.fixed_bytes.max(0.0) as u64),
                 m.bytes_per_voxel,
-                format_bytes(m.stages_bytes.max(0.0) as u64)
+                format_bytes(m.later_steps_bytes.max(0.0) as u64)
             );
         }
         None => s.push_str("\nMemory model: not enough distinct window sizes to fit.\n"),

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
 use tessera_plan::bytes::format_bytes;
 
 pub const SCHEMA: &str = "tessera.batch-study/1";
@@ -71,13 +72,14 @@ impl StudyRecord {
             && (!sr || dir.join("sr.dcm").is_file())
     }
 
-    pub fn read(path: &Path) -> anyhow::Result<Self> {
-        let bytes = tessera_dicom::io::read_regular_file(path)?;
-        let record: Self = serde_json::from_slice(&bytes)?;
-        if record.schema != SCHEMA {
-            anyhow::bail!("{} is not a {SCHEMA} record", path.display());
-        }
-        Ok(record)
+    pub fn read(path: &Path) -> Result<Self, JsonFileError> {
+        read_json(
+            path,
+            JsonKind {
+                what: "a batch record",
+                schema: Some(SCHEMA),
+            },
+        )
     }
 }
 

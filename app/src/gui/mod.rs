@@ -720,7 +720,7 @@ impl TesseraApp {
             let review = self.review.reading.review.as_ref();
             let options = SrOptions::now(Selection::AcceptedOnly);
             let (doc, _) = tessera_core::sr::document(&record.report, review, &options)?;
-            let bytes = tessera_dicom::dicom::sr::sr_bytes(&doc).map_err(anyhow::Error::msg)?;
+            let bytes = tessera_dicom::dicom::sr::sr_bytes(&doc)?;
             Ok((server, bytes))
         };
         match built() {

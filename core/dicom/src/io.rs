@@ -199,6 +199,84 @@ pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Why one of Tessera's own JSON files (det.json, a review, a memory calibration, a batch
+/// record) could not be read: one shape for all of them.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonFileError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not {what}", path.display())]
+    Parse {
+        path: PathBuf,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{} has schema {found}, not {expected}", path.display())]
+    Schema {
+        path: PathBuf,
+        found: String,
+        expected: &'static str,
+    },
+}
+
+/// Which of Tessera's JSON files a file should be: its name in messages (`"a detections
+/// file"`) and the `schema` it carries, when its kind has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonKind {
+    pub what: &'static str,
+    pub schema: Option<&'static str>,
+}
+
+/// Reads `path` (a regular file) as `kind`: its `schema` is checked before the rest is
+/// parsed, so that a file of another kind or version is named as such.
+///
+/// ```
+/// use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("x.json");
+/// std::fs::write(&path, r#"{"schema": "other/1"}"#).unwrap();
+/// let kind = JsonKind { what: "a test file", schema: Some("test/1") };
+/// let read = read_json::<serde_json::Value>(&path, kind);
+/// assert!(matches!(read, Err(JsonFileError::Schema { .. })));
+/// ```
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    kind: JsonKind,
+) -> Result<T, JsonFileError> {
+    #[derive(serde::Deserialize)]
+    struct Schema {
+        schema: Option<String>,
+    }
+    let path_buf = || path.to_path_buf();
+    let bytes = read_regular_file(path).map_err(|source| JsonFileError::Read {
+        path: path_buf(),
+        source,
+    })?;
+    let parse_error = |source| JsonFileError::Parse {
+        path: path_buf(),
+        what: kind.what,
+        source,
+    };
+    if let Some(expected) = kind.schema {
+        let found = serde_json::from_slice::<Schema>(&bytes)
+            .map_err(parse_error)?
+            .schema;
+        if found.as_deref() != Some(expected) {
+            return Err(JsonFileError::Schema {
+                path: path_buf(),
+                found: found.unwrap_or_else(|| "none".into()),
+                expected,
+            });
+        }
+    }
+    serde_json::from_slice(&bytes).map_err(parse_error)
+}
+
 /// What a path that is not a regular file is, in words.
 pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;

@@ -341,7 +341,7 @@ fn forecast(fixed_bytes: f64, bytes_per_voxel: f64, baseline_bytes: u64) -> Memo
             bytes_per_voxel,
             calibration_runs: 0,
             worst_error: 0.0,
-            stages_bytes: 0.0,
+            later_steps_bytes: 0.0,
             largest_window_voxels: None,
         },
         baseline_bytes,
@@ -396,8 +396,8 @@ fn the_forecast_counts_the_maps_and_coarse_grid_the_study_holds() {
     let largest = plan.windows.iter().map(|w| w.voxels()).max().unwrap();
     let bound = |voxels| memory.model.predict_bytes(voxels);
     let coarse_phase = coarse.held_bytes + bound(largest.min(coarse.window_voxels));
-    let stages = 336 * 336 * 279 + memory.model.stages_bytes.ceil() as u64;
-    assert!(memory.model.stages_bytes > 0.0);
+    let stages = 336 * 336 * 279 + memory.model.later_steps_bytes.ceil() as u64;
+    assert!(memory.model.later_steps_bytes > 0.0);
     assert_eq!(
         plan.predicted_peak_bytes,
         Some(1000 + main_maps + bound(largest).max(coarse_phase).max(stages))
@@ -427,7 +427,7 @@ fn the_forecast_is_the_largest_of_the_main_windows_the_coarse_pass_and_the_stage
     memory.held.coarse = None;
     assert_eq!(memory.peak_bytes(2_000), 100_000 + 50_000 + 5_000);
     // The stages, with the lung field they hold, bound the smallest windows.
-    memory.model.stages_bytes = 6_000.0;
+    memory.model.later_steps_bytes = 6_000.0;
     memory.held.lung_field_bytes = 1_500;
     assert_eq!(memory.peak_bytes(2_000), 100_000 + 50_000 + 7_500);
     assert_eq!(memory.peak_bytes(100_000), 100_000 + 50_000 + 201_000);
@@ -490,7 +490,7 @@ fn the_shipped_cards_bound_their_own_calibration_runs() {
                 assert_eq!(m.largest_window_voxels, largest, "{name}");
                 MemoryModel {
                     calibration_runs: memory.model.calibration_runs,
-                    stages_bytes: memory.model.stages_bytes,
+                    later_steps_bytes: memory.model.later_steps_bytes,
                     largest_window_voxels: memory.model.largest_window_voxels,
                     ..m
                 }

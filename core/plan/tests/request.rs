@@ -103,7 +103,7 @@ fn a_budget_gives_a_patch_that_fits_or_says_that_even_the_smallest_does_not() {
         bytes_per_voxel: 100.0,
         calibration_runs: 2,
         worst_error: 0.0,
-        stages_bytes: 0.0,
+        later_steps_bytes: 0.0,
         largest_window_voxels: None,
     });
     let study = geometry([256, 256, 96]);

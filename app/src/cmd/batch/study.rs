@@ -153,8 +153,8 @@ fn steps(
         .arg("--csv")
         .arg(staging.join("luna16.csv"));
     child(detect, &log, cancel, "detect")?;
-    let report =
-        DetectionReport::read_json(&staging.join("det.json")).map_err(|e| e.to_string())?;
+    let report = DetectionReport::read_json(&staging.join("det.json"))
+        .map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
     record.detections = report.detections.len();
     record.peak_memory_bytes = report.stats.memory.peak_memory_bytes;
     record.plan = format!(
@@ -176,7 +176,9 @@ fn steps(
 fn child(mut command: Command, log: &Path, cancel: &CancelToken, what: &str) -> Result<(), String> {
     let file =
         std::fs::File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
-    let copy = file.try_clone().map_err(|e| e.to_string())?;
+    let copy = file
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
     command.stdout(Stdio::from(copy)).stderr(Stdio::from(file));
     let status = match crate::cmd::sweep::wait_for(command, cancel) {
         Ok(Some(status)) => status,

@@ -16,7 +16,7 @@ use ndarray::Array3;
 use rayon::prelude::*;
 
 use super::DicomError;
-use super::header::FileHeader;
+use super::header::{FileHeader, OpenFailure};
 use super::layout::{FrameRef, SeriesLayout, SliceSource};
 use super::scan::SeriesFiles;
 use crate::volume::{SourceInstance, Volume, Voxels};
@@ -219,7 +219,14 @@ fn decode_file(
     };
     // Only the bytes up to the end of the pixel data, checked against the file's size: no
     // declared length is allocated before it is known to be there, and a tail is never parsed.
-    let (mut handle, extent) = super::header::open_checked(path).map_err(&fail)?;
+    let io_error = |source| DicomError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (mut handle, extent) = super::header::open_checked(path).map_err(|e| match e {
+        OpenFailure::Io(source) => io_error(source),
+        OpenFailure::Content(reason) => fail(reason),
+    })?;
     let parse_error = |e: dicom_object::ReadError| DicomError::Parse {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -229,14 +236,15 @@ fn decode_file(
     if let Some(pixel_range) = extent.pixel_data.clone()
         && NATIVE_LITTLE_ENDIAN.contains(&extent.transfer_syntax_uid.as_str())
     {
-        let header = super::header::read_range(&mut handle, 0..extent.header_end).map_err(&fail)?;
+        let header =
+            super::header::read_range(&mut handle, 0..extent.header_end).map_err(io_error)?;
         let obj = OpenFileOptions::new()
             .read_preamble(ReadPreamble::Always)
             .read_until(tags::PIXEL_DATA)
             .from_reader(header.as_slice())
             .map_err(parse_error)?;
         if let Some(format) = SampleFormat::of_header(&obj).map_err(&fail)? {
-            let bytes = super::header::read_range(&mut handle, pixel_range).map_err(&fail)?;
+            let bytes = super::header::read_range(&mut handle, pixel_range).map_err(io_error)?;
             let frame_bytes = frame_len * format.bytes_per_sample;
             return convert_frames(file, frames, frame_len, &format, &fail, |frame| {
                 let start = frame as usize * frame_bytes;
@@ -244,7 +252,7 @@ fn decode_file(
             });
         }
     }
-    let bytes = super::header::read_range(&mut handle, 0..extent.data_end).map_err(&fail)?;
+    let bytes = super::header::read_range(&mut handle, 0..extent.data_end).map_err(io_error)?;
     let obj = OpenFileOptions::new()
         .read_preamble(ReadPreamble::Always)
         .from_reader(bytes.as_slice())

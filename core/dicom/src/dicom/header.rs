@@ -106,15 +106,23 @@ pub enum HeaderOutcome {
     Unreadable(Unreadable),
 }
 
+/// Why a file could not be opened for its pixels: the file system's error, or what is wrong
+/// with its content (not DICOM, or a structure its size cannot hold).
+#[derive(Debug)]
+pub(crate) enum OpenFailure {
+    Io(std::io::Error),
+    Content(String),
+}
+
 /// Opens `path` as a regular file (see [`crate::io::open_regular`]) and checks its element
 /// structure against its size (see [`guard`](super::guard)).
-pub(crate) fn open_checked(path: &Path) -> Result<(Part10, Extent), String> {
-    match part10::open(path).map_err(|e| e.to_string())? {
+pub(crate) fn open_checked(path: &Path) -> Result<(Part10, Extent), OpenFailure> {
+    match part10::open(path).map_err(OpenFailure::Io)? {
         Opened::Dicom(mut stream, bytes) => {
-            let extent = super::guard::check(&mut stream, bytes)?;
+            let extent = super::guard::check(&mut stream, bytes).map_err(OpenFailure::Content)?;
             Ok((stream, extent))
         }
-        Opened::NotDicom(reason) => Err(reason),
+        Opened::NotDicom(reason) => Err(OpenFailure::Content(reason)),
     }
 }
 
@@ -122,14 +130,11 @@ pub(crate) fn open_checked(path: &Path) -> Result<(Part10, Extent), String> {
 pub(crate) fn read_range(
     file: &mut Part10,
     range: std::ops::Range<u64>,
-) -> Result<Vec<u8>, String> {
+) -> std::io::Result<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
-    file.seek(SeekFrom::Start(range.start))
-        .map_err(|e| e.to_string())?;
+    file.seek(SeekFrom::Start(range.start))?;
     let mut bytes = Vec::new();
-    file.take(range.end - range.start)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+    file.take(range.end - range.start).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -154,7 +159,7 @@ pub fn read_header(path: &Path) -> HeaderOutcome {
     };
     let bytes = match read_range(&mut file, 0..extent.header_end) {
         Ok(bytes) => bytes,
-        Err(reason) => return unreadable(reason),
+        Err(e) => return unreadable(e.to_string()),
     };
     let obj = match OpenFileOptions::new()
         .read_preamble(ReadPreamble::Always)
@@ -490,7 +495,8 @@ fn multi_frame_headers(
                 .or_else(|| floats(obj, tag))
         };
         // `index` < MAX_FRAMES, checked by the caller.
-        let frame = u32::try_from(index).map_err(|e| e.to_string())?;
+        let frame =
+            u32::try_from(index).map_err(|_| format!("frame {index} is beyond any file's"))?;
         let header = checked_frame(
             frame,
             &position,

@@ -62,8 +62,27 @@ pub enum WriteError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot encode DICOM for {}: {reason}", path.display())]
-    Encode { path: PathBuf, reason: String },
+    #[error("cannot encode DICOM for {}", path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: EncodeError,
+    },
+}
+
+/// Why a data set could not be made into Part 10 bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    #[error("cannot build the file meta group")]
+    Meta(#[source] Box<dicom_object::WithMetaError>),
+    #[error("cannot write the data set")]
+    Write(#[source] Box<dicom_object::WriteError>),
+    #[error("{stored} stored values for a {columns}x{rows} slice")]
+    PixelCount {
+        stored: usize,
+        columns: u16,
+        rows: u16,
+    },
 }
 
 /// Writes `slice` to `path` atomically.
@@ -72,9 +91,9 @@ pub enum WriteError {
     reason = "the attributes of one CT slice, one line each, in tag order"
 )]
 pub fn write_ct_slice(path: &Path, slice: &CtSlice<'_>) -> Result<(), WriteError> {
-    let encode_error = |reason: String| WriteError::Encode {
+    let encode_error = |source: EncodeError| WriteError::Encode {
         path: path.to_path_buf(),
-        reason,
+        source,
     };
     let info = slice.info;
     let mut obj = InMemDicomObject::new_empty();
@@ -164,12 +183,11 @@ pub fn write_ct_slice(path: &Path, slice: &CtSlice<'_>) -> Result<(), WriteError
         PixelEncoding::Native => {
             let expected = usize::from(slice.rows) * usize::from(slice.columns);
             if slice.stored.len() != expected {
-                return Err(encode_error(format!(
-                    "{} stored values for a {}x{} slice",
-                    slice.stored.len(),
-                    slice.columns,
-                    slice.rows
-                )));
+                return Err(encode_error(EncodeError::PixelCount {
+                    stored: slice.stored.len(),
+                    columns: slice.columns,
+                    rows: slice.rows,
+                }));
             }
             let bytes: C<u8> = slice.stored.iter().flat_map(|v| v.to_le_bytes()).collect();
             obj.put(DataElement::new(
@@ -195,10 +213,10 @@ pub fn write_ct_slice(path: &Path, slice: &CtSlice<'_>) -> Result<(), WriteError
                 .implementation_class_uid(IMPLEMENTATION_CLASS_UID)
                 .implementation_version_name("TESSERA_0_1"),
         )
-        .map_err(|e| encode_error(e.to_string()))?;
+        .map_err(|e| encode_error(EncodeError::Meta(Box::new(e))))?;
     let mut bytes = Vec::with_capacity(slice.stored.len() * 2 + 4096);
     file.write_all(&mut bytes)
-        .map_err(|e| encode_error(e.to_string()))?;
+        .map_err(|e| encode_error(EncodeError::Write(Box::new(e))))?;
     crate::io::write_atomic(path, &bytes).map_err(|source| WriteError::Io {
         path: path.to_path_buf(),
         source,

@@ -36,10 +36,10 @@ pub fn points(measured: &MeasuredRun) -> Vec<(usize, u64)> {
 
 /// What a run's steps after the passes needed beside what they held (the main maps, the lung
 /// field): independent of the window.
-pub fn stages_bytes(measured: &MeasuredRun) -> u64 {
+pub fn later_steps_bytes(measured: &MeasuredRun) -> u64 {
     let run = &measured.run;
-    run.stages_peak_memory_bytes.saturating_sub(
-        run.baseline_memory_bytes + run.held_memory_bytes + run.stages_held_memory_bytes,
+    run.later_steps_peak_memory_bytes.saturating_sub(
+        run.baseline_memory_bytes + run.held_memory_bytes + run.later_steps_held_memory_bytes,
     )
 }
 
@@ -50,12 +50,12 @@ pub fn stages_bytes(measured: &MeasuredRun) -> u64 {
 /// most). `None` with fewer than two distinct window sizes.
 pub fn fit(runs: &[MeasuredRun]) -> Option<Calibration> {
     let points: Vec<(usize, u64)> = runs.iter().flat_map(points).collect();
-    let stages = runs.iter().map(stages_bytes);
+    let stages = runs.iter().map(later_steps_bytes);
     let (least, most) = (stages.clone().min()?, stages.max()?);
-    let stages_bytes = most + (most - least).max(most / 100);
+    let later_steps_bytes = most + (most - least).max(most / 100);
     let model = MemoryModel::fit(&points).map(|fitted| MemoryModel {
         calibration_runs: runs.len(),
-        stages_bytes: stages_bytes as f64,
+        later_steps_bytes: later_steps_bytes as f64,
         ..fitted
     })?;
     Some(Calibration { model, points })
@@ -73,8 +73,8 @@ mod tests {
         let line = &forecast.model;
         let mut run = RunMemory::started(forecast.baseline_bytes, &forecast.held, window_voxels);
         run.windows_peak_memory_bytes = base + line.predict_bytes(window_voxels);
-        run.stages_peak_memory_bytes =
-            base + forecast.held.lung_field_bytes + line.stages_bytes as u64;
+        run.later_steps_peak_memory_bytes =
+            base + forecast.held.lung_field_bytes + line.later_steps_bytes as u64;
         let coarse = forecast.held.coarse.map(|c| {
             let voxels = window_voxels.min(c.window_voxels);
             PassMemory {
@@ -94,7 +94,7 @@ mod tests {
             bytes_per_voxel: 60.0,
             calibration_runs: 0,
             worst_error: 0.0,
-            stages_bytes: 90_000_000.0,
+            later_steps_bytes: 90_000_000.0,
             largest_window_voxels: None,
         };
         // Studies of three sizes, with and without the coarse pass and the lung field.
@@ -130,8 +130,8 @@ mod tests {
         assert_eq!(fitted.model.worst_error, 0.0);
         assert_eq!(fitted.model.calibration_runs, runs.len());
         // Every run needed the same: the bound adds its 1 %, never less.
-        let stages = fitted.model.stages_bytes;
-        assert!(stages >= line.stages_bytes && stages <= line.stages_bytes * 1.01);
+        let stages = fitted.model.later_steps_bytes;
+        assert!(stages >= line.later_steps_bytes && stages <= line.later_steps_bytes * 1.01);
         // Three coarse passes and five main passes.
         assert_eq!(fitted.points.len(), 8);
         for run in &runs {
@@ -149,7 +149,7 @@ mod tests {
             bytes_per_voxel: 2.0,
             calibration_runs: 0,
             worst_error: 0.0,
-            stages_bytes: 0.0,
+            later_steps_bytes: 0.0,
             largest_window_voxels: None,
         };
         let forecast = MemoryForecast {

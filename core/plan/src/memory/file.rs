@@ -1,9 +1,10 @@
 //! The memory calibration file (`memory_model.json`) that `tessera sweep` writes and
 //! `tessera detect --memory-model` reads: a memory model and what it was measured on.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
 
 use super::line::MemoryModel;
 
@@ -20,37 +21,17 @@ pub struct MemoryModelFile {
     pub points: Vec<(usize, u64)>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum CalibrationError {
-    #[error("cannot read {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{} is not a memory_model.json", path.display())]
-    Parse {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-}
+/// `memory_model.json`, as [`read_json`] names it (it has no schema field).
+pub const KIND: JsonKind = JsonKind {
+    what: "a memory_model.json",
+    schema: None,
+};
 
 impl MemoryModelFile {
     /// Reads a calibration written by `tessera sweep`; one written before the model recorded
     /// its largest window gets it from its points.
-    pub fn read(path: &Path) -> Result<Self, CalibrationError> {
-        let bytes = tessera_dicom::io::read_regular_file(path).map_err(|source| {
-            CalibrationError::Read {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?;
-        let mut file: Self =
-            serde_json::from_slice(&bytes).map_err(|source| CalibrationError::Parse {
-                path: path.to_path_buf(),
-                source,
-            })?;
+    pub fn read(path: &Path) -> Result<Self, JsonFileError> {
+        let mut file: Self = read_json(path, KIND)?;
         let largest = file.points.iter().map(|p| p.0).max();
         file.model.largest_window_voxels = file.model.largest_window_voxels.or(largest);
         Ok(file)
@@ -74,7 +55,7 @@ mod tests {
                 bytes_per_voxel: 2.5,
                 calibration_runs: 1,
                 worst_error: 0.0,
-                stages_bytes: 0.0,
+                later_steps_bytes: 0.0,
                 largest_window_voxels: None,
             },
             points: vec![(10, 1025)],
@@ -90,12 +71,12 @@ mod tests {
 
         std::fs::write(&path, b"{}").unwrap();
         let err = MemoryModelFile::read(&path).unwrap_err();
-        assert!(matches!(err, CalibrationError::Parse { .. }));
+        assert!(matches!(err, JsonFileError::Parse { .. }));
         assert!(err.to_string().contains("memory_model.json"));
         let missing = dir.path().join("absent.json");
         assert!(matches!(
             MemoryModelFile::read(&missing).unwrap_err(),
-            CalibrationError::Read { .. }
+            JsonFileError::Read { .. }
         ));
     }
 }

@@ -51,7 +51,8 @@ impl MemoryForecast {
         let coarse = self.held.coarse.map_or(0, |c| {
             c.held_bytes + self.model.predict_bytes(window_voxels.min(c.window_voxels))
         });
-        let stages = self.held.lung_field_bytes + self.model.stages_bytes.max(0.0).ceil() as u64;
+        let stages =
+            self.held.lung_field_bytes + self.model.later_steps_bytes.max(0.0).ceil() as u64;
         self.baseline_bytes + self.held.maps_bytes + main.max(coarse).max(stages)
     }
 }

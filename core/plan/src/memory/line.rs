@@ -22,9 +22,9 @@ pub struct MemoryModel {
     /// What the steps after the passes (decoding, the lung field, the rescoring stage) need
     /// beside what they hold (the main maps, the lung field): the most any calibration run
     /// needed, plus the spread between runs or 1 %. Independent of the window, so it bounds
-    /// the smallest patches.
-    #[serde(default)]
-    pub stages_bytes: f64,
+    /// the smallest patches. (`stages_bytes` in cards and `memory_model.json`.)
+    #[serde(default, rename = "stages_bytes")]
+    pub later_steps_bytes: f64,
     /// The largest window it was fitted on, voxels: beyond it the line is extrapolated (a
     /// 69 M-voxel window of MONAI's ResNet50 needed 41 % more than a line fitted up to 25 M
     /// predicted). `None`: not recorded.
@@ -81,7 +81,7 @@ impl MemoryModel {
                     bytes_per_voxel: slope,
                     calibration_runs: points.len(),
                     worst_error: over.iter().copied().fold(0.0, f64::max),
-                    stages_bytes: 0.0,
+                    later_steps_bytes: 0.0,
                     largest_window_voxels: points.iter().map(|p| p.0).max(),
                 };
                 best = Some((cost, model));

@@ -33,11 +33,12 @@ pub struct RunMemory {
     pub held_memory_bytes: u64,
     /// The peak of the steps after the passes (decoding, the lung field, the rescoring stage,
     /// the boxes), and what they hold beside the main maps (the lung field's mask,
-    /// [`HeldMemory::lung_field_bytes`]).
-    #[serde(default)]
-    pub stages_peak_memory_bytes: u64,
-    #[serde(default)]
-    pub stages_held_memory_bytes: u64,
+    /// [`HeldMemory::lung_field_bytes`]). Their keys in det.json are `stages_*`, as the
+    /// schema has had them from the start.
+    #[serde(default, rename = "stages_peak_memory_bytes")]
+    pub later_steps_peak_memory_bytes: u64,
+    #[serde(default, rename = "stages_held_memory_bytes")]
+    pub later_steps_held_memory_bytes: u64,
     /// `peak_memory_bytes` went over the plan's predicted peak: the calibration is wrong for
     /// this machine or study, and a budget chosen from it is not safe.
     #[serde(default)]
@@ -56,8 +57,8 @@ impl RunMemory {
             host_peak_memory_bytes: 0,
             baseline_memory_bytes: baseline_bytes,
             held_memory_bytes: held.maps_bytes,
-            stages_peak_memory_bytes: 0,
-            stages_held_memory_bytes: held.lung_field_bytes,
+            later_steps_peak_memory_bytes: 0,
+            later_steps_held_memory_bytes: held.lung_field_bytes,
             prediction_exceeded: false,
         }
     }
@@ -88,7 +89,7 @@ impl MeasuredRun {
     pub fn held(&self) -> HeldMemory {
         HeldMemory {
             maps_bytes: self.run.held_memory_bytes,
-            lung_field_bytes: self.run.stages_held_memory_bytes,
+            lung_field_bytes: self.run.later_steps_held_memory_bytes,
             coarse: self.coarse.map(|c| CoarseMemory {
                 held_bytes: c.held_memory_bytes,
                 window_voxels: c.largest_window_voxels,

@@ -9,7 +9,7 @@ use dicom_object::InMemDicomObject;
 use dicom_object::meta::FileMetaTableBuilder;
 
 use super::{COMPREHENSIVE_3D_SR, Code, Item, Value};
-use crate::dicom::write::{IMPLEMENTATION_CLASS_UID, WriteError, ds};
+use crate::dicom::write::{EncodeError, IMPLEMENTATION_CLASS_UID, WriteError, ds};
 use crate::volume::{SeriesSource, SourceInstance};
 
 /// One SR document: the study it is filed with, its own identity, and its content.
@@ -37,7 +37,7 @@ pub struct SrDocument<'a> {
 }
 
 /// The document as Part 10 bytes (explicit VR little endian, UTF-8 text).
-pub fn sr_bytes(doc: &SrDocument<'_>) -> Result<Vec<u8>, String> {
+pub fn sr_bytes(doc: &SrDocument<'_>) -> Result<Vec<u8>, EncodeError> {
     let mut obj = InMemDicomObject::new_empty();
     put_document(&mut obj, doc);
     put_item_content(&mut obj, &doc.root);
@@ -48,18 +48,19 @@ pub fn sr_bytes(doc: &SrDocument<'_>) -> Result<Vec<u8>, String> {
                 .implementation_class_uid(IMPLEMENTATION_CLASS_UID)
                 .implementation_version_name("TESSERA_0_1"),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| EncodeError::Meta(Box::new(e)))?;
     let mut bytes = Vec::new();
-    file.write_all(&mut bytes).map_err(|e| e.to_string())?;
+    file.write_all(&mut bytes)
+        .map_err(|e| EncodeError::Write(Box::new(e)))?;
     Ok(bytes)
 }
 
 /// Writes the document to `path` atomically (a new file; an existing one is replaced only
 /// by the rename, never opened).
 pub fn write_sr(path: &Path, doc: &SrDocument<'_>) -> Result<(), WriteError> {
-    let bytes = sr_bytes(doc).map_err(|reason| WriteError::Encode {
+    let bytes = sr_bytes(doc).map_err(|source| WriteError::Encode {
         path: path.to_path_buf(),
-        reason,
+        source,
     })?;
     crate::io::write_atomic(path, &bytes).map_err(|source| WriteError::Io {
         path: path.to_path_buf(),
