@@ -344,7 +344,7 @@ fn golden_detections_of_the_test_model_are_unchanged() {
 /// Measuring a box on the image moves a finding's centre, but never off the nodule it was on:
 /// on held-out phantom 9100 (`training`'s `HELD_OUT_PHANTOMS`) a free 9.9 mm nodule's measured
 /// component took in a neighbour and moved its centre 5.2 mm, out of the nodule, until the
-/// measured centre had to lie inside the detector's box (`core::extent`).
+/// measured centre had to lie inside the detector's box (`tessera_maps::extent`).
 #[test]
 fn measured_boxes_keep_every_nodule_the_detectors_boxes_hit() {
     if !runtime_available() {
