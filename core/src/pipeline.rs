@@ -304,7 +304,7 @@ fn run(
         Some(Err(reason)) => format!("{} ({reason})", config.device),
         None => format!("CPU ({} threads)", config.threads),
     };
-    let held = held_bytes(input.geometry.size, model, config);
+    let held = held_bytes(input.geometry.size, model, config.run_shape());
     let memory = RunMemory::started(baseline_memory_bytes, &held, plan.largest_window_voxels());
     let stats = RunStats::new(plan.windows.len(), device_name, memory);
     let mut runner = Runner {

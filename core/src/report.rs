@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
 
 use crate::pipeline::{Detection, DetectionResult, RunStats};
-use tessera_plan::plan::BlendMode;
+use tessera_plan::blend::BlendMode;
 
 /// The schema name and version written into every `det.json`.
 pub const SCHEMA: &str = "tessera.detections/1";

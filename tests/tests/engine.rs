@@ -6,9 +6,10 @@
 
 use tessera_core::pipeline::{self, Event, PipelineError};
 use tessera_dicom::volume::Volume;
+use tessera_plan::blend::BlendMode;
 use tessera_plan::device::CancelToken;
 use tessera_plan::model::{Model, Precision, shipped_models_dir};
-use tessera_plan::plan::{BlendMode, PlanError};
+use tessera_plan::plan::PlanError;
 use tessera_plan::request::DetectConfig;
 use tessera_tests::{runtime_available, small_phantom};
 

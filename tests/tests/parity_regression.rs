@@ -14,9 +14,9 @@ use tessera_core::pipeline;
 use tessera_core::pipeline::Detection;
 use tessera_core::report::DetectionReport;
 use tessera_dicom::volume::Volume;
+use tessera_plan::blend::BlendMode;
 use tessera_plan::device::CancelToken;
 use tessera_plan::model::{Model, shipped_models_dir};
-use tessera_plan::plan::BlendMode;
 use tessera_plan::request::DetectConfig;
 use tessera_tests::{runtime_available, shared_data};
 

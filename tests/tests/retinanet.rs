@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use tessera_core::phantom::{self, PhantomSpec};
 use tessera_core::pipeline::{self, DetectionResult};
+use tessera_plan::blend::BlendMode;
 use tessera_plan::device::CancelToken;
 use tessera_plan::model::{Model, shipped_models_dir};
-use tessera_plan::plan::{BlendMode, PlanError};
+use tessera_plan::plan::PlanError;
 use tessera_plan::request::DetectConfig;
 use tessera_tests::runtime_available;
 

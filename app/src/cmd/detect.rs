@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::pipeline::{self, Event, PipelineError};
 use tessera_core::report::DetectionReport;
+use tessera_plan::blend::BlendMode;
 use tessera_plan::bytes::format_bytes;
 use tessera_plan::bytes::parse_bytes;
 use tessera_plan::device::CpuAllocator;
@@ -19,7 +20,7 @@ use tessera_plan::device::{CancelToken, Device};
 use tessera_plan::memory::file::MemoryModelFile;
 use tessera_plan::memory::line::MemoryModel;
 use tessera_plan::model::{Model, Precision, default_detector};
-use tessera_plan::plan::{BlendMode, TileSpec};
+use tessera_plan::plan::TileSpec;
 use tessera_plan::request::{BudgetError, DetectConfig, PatchChoice};
 
 use super::{flags, outputs};

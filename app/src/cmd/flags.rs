@@ -2,9 +2,9 @@
 //! `--help` lists each value with a line on what it does and a typo gets the list back.
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use tessera_plan::blend::BlendMode;
 use tessera_plan::device::CpuAllocator;
 use tessera_plan::model::Precision;
-use tessera_plan::plan::BlendMode;
 
 /// `--ort-lib`, on the commands that load ONNX Runtime (the viewer, detect, sweep, runtime).
 #[derive(Debug, Clone, Default, clap::Args)]

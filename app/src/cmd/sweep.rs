@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 use tessera_core::report::DetectionReport;
 use tessera_dicom::volume::format_size;
+use tessera_plan::blend::BlendMode;
 use tessera_plan::bytes::format_bytes;
 use tessera_plan::bytes::parse_bytes;
 use tessera_plan::device::CpuAllocator;
@@ -21,7 +22,6 @@ use tessera_plan::memory::line::MemoryModel;
 use tessera_plan::memory::measured::MeasuredRun;
 use tessera_plan::model::Model;
 use tessera_plan::model_grid::ModelGrid;
-use tessera_plan::plan::BlendMode;
 use tessera_plan::request::{DetectConfig, PatchChoice};
 
 use super::chart::{ChartData, ChartPoint};

@@ -5,8 +5,9 @@ use egui::{Color32, Rect};
 use tessera_dicom::view::Plane;
 use tessera_maps::lung::LungField;
 use tessera_maps::stitch::axis_weight_sum;
+use tessera_plan::blend::BlendMode;
 use tessera_plan::grid_map::GridMap;
-use tessera_plan::plan::{BlendMode, TilePlan};
+use tessera_plan::plan::TilePlan;
 
 /// The blend weight map on this slice: the sum of the windows' weights (Gaussian or constant)
 /// normalised to its maximum; in halo mode, each window's core tinted in turn so that the

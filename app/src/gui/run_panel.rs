@@ -12,13 +12,14 @@ use tessera_core::report::DetectionReport;
 use tessera_dicom::volume::format_size;
 use tessera_dicom::{Geometry, Volume};
 use tessera_maps::lung::LungField;
+use tessera_plan::blend::BlendMode;
 use tessera_plan::bytes::format_bytes;
 use tessera_plan::device::{CancelToken, Device};
 use tessera_plan::grid_map::GridMap;
 use tessera_plan::memory::forecast::baseline_estimate_bytes;
 use tessera_plan::memory::probe::MemorySample;
 use tessera_plan::model::{Model, default_detector, shipped_model_dirs};
-use tessera_plan::plan::{BlendMode, PlanError, TilePlan, TileSpec, Window};
+use tessera_plan::plan::{PlanError, TilePlan, TileSpec, Window};
 use tessera_plan::request::{DetectConfig, PatchChoice};
 
 use super::{Message, ReviewPanel, Study};

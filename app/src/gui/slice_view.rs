@@ -7,8 +7,9 @@
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, pos2, vec2};
 use tessera_dicom::view::{Plane, SlabMode, WindowLevel, box_on_slice, slab_image, slice_image};
+use tessera_plan::blend::BlendMode;
 use tessera_plan::grid_map::GridMap;
-use tessera_plan::plan::{BlendMode, TilePlan};
+use tessera_plan::plan::TilePlan;
 
 use super::corner_text::{self, Backed};
 use super::run_panel::{Overlay, WindowState};

@@ -232,8 +232,7 @@ pub struct JsonKind {
     pub schema: Option<&'static str>,
 }
 
-/// Reads `path` (a regular file) as `kind`: its `schema` is checked before the rest is
-/// parsed, so that a file of another kind or version is named as such.
+/// Reads `path` (a regular file) as `kind`: parsed, then its `schema` checked.
 ///
 /// ```
 /// use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
@@ -262,6 +261,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(
         what: kind.what,
         source,
     };
+    let value = serde_json::from_slice(&bytes).map_err(parse_error)?;
     if let Some(expected) = kind.schema {
         let found = serde_json::from_slice::<Schema>(&bytes)
             .map_err(parse_error)?
@@ -274,7 +274,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(
             });
         }
     }
-    serde_json::from_slice(&bytes).map_err(parse_error)
+    Ok(value)
 }
 
 /// What a path that is not a regular file is, in words.

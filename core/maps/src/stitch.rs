@@ -9,7 +9,8 @@
 
 use ndarray::{Array3, Array4, s};
 
-use tessera_plan::plan::{BlendMode, TilePlan, Window};
+use tessera_plan::blend::BlendMode;
+use tessera_plan::plan::{TilePlan, Window};
 
 /// Lowest weight of the 1-D Gaussian profile relative to its centre, so that no cell gets zero
 /// weight. Floored per axis, not on the 3-D product: where every window is near its edge along

@@ -4,24 +4,25 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use tessera_maps::stitch::axis_weight_sum;
-use tessera_plan::model::{Model, shipped_models_dir};
-use tessera_plan::plan::{BlendMode, TilePlan, TileSpec};
-
-fn plan(blend: BlendMode) -> TilePlan {
-    let spec = TileSpec {
-        patch: [40, 48, 16],
-        overlap: 0.25,
-        blend,
-        allow_single_pass: false,
-        memory_budget_bytes: None,
-    };
-    let tiny = Model::load(&shipped_models_dir().join("tessera-test-tiny")).unwrap();
-    TilePlan::new([130, 90, 41], tiny.card.grid(), &spec, None).unwrap()
-}
+use tessera_plan::blend::BlendMode;
+use tessera_plan::model_grid::ModelGrid;
+use tessera_plan::plan::{TilePlan, TileSpec};
 
 #[test]
 fn constant_weight_sums_count_the_windows_over_each_voxel() {
-    let plan = plan(BlendMode::Constant);
+    let grid = ModelGrid {
+        stride: [2; 3],
+        receptive_radius: 4,
+        window_dependent: false,
+    };
+    let spec = TileSpec {
+        patch: [40, 48, 16],
+        overlap: 0.25,
+        blend: BlendMode::Constant,
+        allow_single_pass: false,
+        memory_budget_bytes: None,
+    };
+    let plan = TilePlan::new([130, 90, 41], grid, &spec, None).unwrap();
     for axis in 0..3 {
         let sums = axis_weight_sum(&plan, axis);
         let spans = plan.spans(axis);

@@ -4,6 +4,7 @@
 //! (that is `tessera-infer`) or reads a window's outputs (that is `tessera-maps`), so a plan,
 //! a budget's patch or a refusal is computed before any session exists.
 
+pub mod blend;
 pub mod bytes;
 pub mod device;
 pub mod grid_map;

@@ -3,10 +3,11 @@
 
 use tessera_dicom::volume::format_size;
 
+use crate::blend::BlendMode;
 use crate::bytes::format_bytes;
 use crate::memory::forecast::MemoryForecast;
 use crate::model_grid::ModelGrid;
-use crate::plan::{BlendMode, PlanError, TilePlan, TileSpec, Window, halo_spans};
+use crate::plan::{PlanError, TilePlan, TileSpec, Window, halo_spans};
 
 /// Share of a memory budget kept free when choosing a patch (driver, display, other work).
 pub const BUDGET_HEADROOM: f64 = 0.10;

@@ -7,13 +7,16 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use tessera_dicom::volume::{Geometry, Volume};
 
+use crate::blend::BlendMode;
 use crate::device::{CpuAllocator, Device};
-use crate::memory::forecast::{MemoryForecast, baseline_estimate_bytes, held_bytes, memory_model};
+use crate::memory::forecast::{
+    MemoryForecast, RunShape, baseline_estimate_bytes, card_memory_model, held_bytes,
+};
 use crate::memory::line::MemoryModel;
 use crate::model::{Model, Precision};
 use crate::orient::{flipped, flipped_geometry, flips_to};
 use crate::patch::choose_patch;
-use crate::plan::{BlendMode, PlanError, TilePlan, TileSpec};
+use crate::plan::{PlanError, TilePlan, TileSpec};
 use crate::resample::{ResampleError, resample, resampled_geometry};
 
 /// Boxes overlapping more than this are the same finding.
@@ -95,6 +98,21 @@ impl DetectConfig {
         }
         config
     }
+
+    /// What of this run decides what it holds beside its windows.
+    pub fn run_shape(&self) -> RunShape {
+        RunShape {
+            device: self.device,
+            blend: self.tile.blend,
+            coarse_pass: self.coarse_pass,
+        }
+    }
+
+    /// The calibration this run is predicted from: its own, else the card's.
+    pub fn memory_model(&self, model: &Model) -> Option<MemoryModel> {
+        self.memory_model
+            .or_else(|| card_memory_model(model, self.device))
+    }
 }
 
 fn enabled() -> bool {
@@ -109,10 +127,10 @@ pub fn plan_for(
     config: &DetectConfig,
     baseline_bytes: u64,
 ) -> Result<TilePlan, PlanError> {
-    let forecast = memory_model(model, config).map(|fitted| MemoryForecast {
+    let forecast = config.memory_model(model).map(|fitted| MemoryForecast {
         model: fitted,
         baseline_bytes,
-        held: held_bytes(volume_size, model, config),
+        held: held_bytes(volume_size, model, config.run_shape()),
     });
     TilePlan::new(
         volume_size,
@@ -142,15 +160,17 @@ fn patch_for_budget(
     config: &DetectConfig,
     budget_bytes: u64,
 ) -> Result<([usize; 3], MemoryForecast), BudgetError> {
-    let model_memory = memory_model(model, config).ok_or_else(|| BudgetError::Uncalibrated {
-        model: model.card.name.clone(),
-        device: config.device,
-    })?;
+    let model_memory = config
+        .memory_model(model)
+        .ok_or_else(|| BudgetError::Uncalibrated {
+            model: model.card.name.clone(),
+            device: config.device,
+        })?;
     let size = model_geometry(geometry, model).size;
     let forecast = MemoryForecast {
         model: model_memory,
         baseline_bytes: baseline_estimate_bytes(geometry, model, config.device),
-        held: held_bytes(size, model, config),
+        held: held_bytes(size, model, config.run_shape()),
     };
     let patch = choose_patch(
         size,

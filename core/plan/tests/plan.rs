@@ -3,11 +3,12 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use tessera_plan::blend::BlendMode;
 use tessera_plan::bytes::parse_bytes;
 use tessera_plan::memory::forecast::{CoarseMemory, HeldMemory, MemoryForecast};
 use tessera_plan::memory::line::MemoryModel;
 use tessera_plan::model_grid::ModelGrid;
-use tessera_plan::plan::{BlendMode, PlanError, TilePlan, TileSpec};
+use tessera_plan::plan::{PlanError, TilePlan, TileSpec};
 
 const GRID: ModelGrid = ModelGrid {
     window_dependent: false,
@@ -372,7 +373,7 @@ fn the_forecast_counts_the_maps_and_coarse_grid_the_study_holds() {
         held_bytes: 168 * 168 * 140 * 4 + 84 * 84 * 70 * 7 * 4,
         window_voxels: 168 * 168 * 140,
     };
-    let held = |config: &DetectConfig| held_bytes(size, &model, config);
+    let held = |config: &DetectConfig| held_bytes(size, &model, config.run_shape());
     assert_eq!(
         held(&config),
         HeldMemory {

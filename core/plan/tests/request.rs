@@ -6,10 +6,11 @@
 
 use tessera_dicom::geometry::Affine3;
 use tessera_dicom::volume::Geometry;
+use tessera_plan::blend::BlendMode;
 use tessera_plan::device::Device;
 use tessera_plan::memory::line::MemoryModel;
 use tessera_plan::model::{Model, shipped_models_dir};
-use tessera_plan::plan::{BlendMode, PlanError, TilePlan, TileSpec};
+use tessera_plan::plan::{PlanError, TilePlan, TileSpec};
 use tessera_plan::request::{
     BudgetError, DEFAULT_NMS_IOU, DetectConfig, PatchChoice, ResolvedPatch, plan_for, resolve_patch,
 };

@@ -11,10 +11,11 @@ use super::{Event, Pass, PipelineError, Runner, decode};
 use tessera_dicom::volume::Volume;
 use tessera_infer::Engine;
 use tessera_maps::decode::{Candidate, ModelGridBox};
+use tessera_plan::blend::BlendMode;
 use tessera_plan::grid_map::GridMap;
 use tessera_plan::memory::measured::PassMemory;
 use tessera_plan::model::CoarsePass;
-use tessera_plan::plan::{BlendMode, TilePlan, TileSpec};
+use tessera_plan::plan::{TilePlan, TileSpec};
 use tessera_plan::resample::resample;
 
 /// What the coarse pass did in a run.

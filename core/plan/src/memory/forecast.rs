@@ -6,11 +6,18 @@ use tessera_dicom::volume::Geometry;
 
 use super::line::MemoryModel;
 use super::probe;
+use crate::blend::BlendMode;
 use crate::device::Device;
 use crate::model::Model;
-use crate::plan::BlendMode;
-use crate::request::DetectConfig;
 use crate::resample::{resample_needed, resampled_size};
+
+/// What of a run decides what it holds beside its windows ([`held_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunShape {
+    pub device: Device,
+    pub blend: BlendMode,
+    pub coarse_pass: bool,
+}
 
 /// What a run holds beside its windows, in proportion to its study ([`held_bytes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -55,13 +62,6 @@ impl MemoryForecast {
             self.held.lung_field_bytes + self.model.later_steps_bytes.max(0.0).ceil() as u64;
         self.baseline_bytes + self.held.maps_bytes + main.max(coarse).max(stages)
     }
-}
-
-/// The calibration a run of `config` is predicted from: its own, else the card's.
-pub fn memory_model(model: &Model, config: &DetectConfig) -> Option<MemoryModel> {
-    config
-        .memory_model
-        .or_else(|| card_memory_model(model, config.device))
 }
 
 /// The memory coefficients the card records for this kind of device, if any.
@@ -111,20 +111,20 @@ pub fn baseline_estimate_bytes(geometry: &Geometry, model: &Model, device: Devic
 /// let model = Model::load(&dir).unwrap();
 /// let mut config = DetectConfig::defaults_for(&model);
 /// let (small, large) = ([100, 100, 100], [200, 200, 200]);
-/// let maps = |size| held_bytes(size, &model, &config).maps_bytes;
+/// let maps = |size| held_bytes(size, &model, config.run_shape()).maps_bytes;
 /// assert!(maps(large) > 7 * maps(small));
 /// config.coarse_pass = false;
-/// assert!(held_bytes(small, &model, &config).coarse.is_none());
+/// assert!(held_bytes(small, &model, config.run_shape()).coarse.is_none());
 /// # }
 /// ```
-pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> HeldMemory {
-    if config.device != Device::Cpu {
+pub fn held_bytes(size: [usize; 3], model: &Model, run: RunShape) -> HeldMemory {
+    if run.device != Device::Cpu {
         return HeldMemory::default();
     }
     let card = &model.card;
     let grid = card.grid();
     let heads = card.heads();
-    let blended = config.tile.blend != BlendMode::Halo;
+    let blended = run.blend != BlendMode::Halo;
     // Each head at its own stride, and in blended modes a weight sum per distinct stride.
     let maps = |size: [usize; 3]| {
         let cells = |stride: [usize; 3]| -> usize {
@@ -146,7 +146,7 @@ pub fn held_bytes(size: [usize; 3], model: &Model, config: &DetectConfig) -> Hel
     let coarse = card
         .coarse_pass
         .as_ref()
-        .filter(|_| config.coarse_pass)
+        .filter(|_| run.coarse_pass)
         .map(|coarse| {
             // Never under `resample::resampled_size` of the study (which this has not got).
             // Without a card spacing the grid is the study's own: bound it by the main grid.

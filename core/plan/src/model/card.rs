@@ -112,7 +112,7 @@ pub struct RetinaSpec {
 /// How a card's model is tiled by default (a bundle's own sliding window).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tiling {
-    pub blend: crate::plan::BlendMode,
+    pub blend: crate::blend::BlendMode,
     pub overlap: f64,
 }
 
