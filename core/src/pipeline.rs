@@ -202,7 +202,7 @@ pub struct DetectionResult {
     pub source: tessera_dicom::volume::SeriesSource,
     /// What was odd about the input (the volume's warnings) and the slices no file provided.
     pub input_warnings: Vec<String>,
-    pub filled_slices: Vec<tessera_dicom::dicom::FilledSlice>,
+    pub filled_slices: Vec<tessera_dicom::volume::FilledSlice>,
     /// The model's input grid (the volume after resampling).
     pub model_geometry: Geometry,
     /// Stitched output maps, `[heatmap, size, offset]` at the model's stride.

@@ -28,7 +28,7 @@ pub struct DetectionReport {
     pub input_warnings: Vec<String>,
     /// Slices no file provided, interpolated because gaps were allowed (`--allow-gaps`).
     #[serde(default)]
-    pub filled_slices: Vec<tessera_dicom::dicom::FilledSlice>,
+    pub filled_slices: Vec<tessera_dicom::volume::FilledSlice>,
     pub config: ConfigRecord,
     pub runtime: RuntimeRecord,
     pub model: ModelRecord,

@@ -114,7 +114,11 @@ fn blended_modes_stay_close_to_the_whole_volume_maps() {
             &mut |_| {},
         )
         .unwrap();
-        let (a, b) = (&run.maps.heads[0].map, &reference.maps.heads[0].map);
+        let heatmap = model.card.score_head().unwrap().name;
+        let (a, b) = (
+            run.maps.head(heatmap).unwrap(),
+            reference.maps.head(heatmap).unwrap(),
+        );
         let worst = a
             .iter()
             .zip(b.iter())
@@ -253,10 +257,13 @@ fn fp16_runs_report_their_drift_from_fp32() {
     )
     .unwrap();
     assert_eq!(full.stats.precision_drift, None);
-    let worst = half.maps.heads[0]
-        .map
+    let heatmap = model.card.score_head().unwrap().name;
+    let worst = half
+        .maps
+        .head(heatmap)
+        .unwrap()
         .iter()
-        .zip(full.maps.heads[0].map.iter())
+        .zip(full.maps.head(heatmap).unwrap().iter())
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f32::max);
     assert!(worst < FP16_DRIFT_LIMIT, "whole-map drift {worst}");

@@ -68,10 +68,12 @@ fn scene(case: &Case, seed: u64) -> (Voxels, Geometry, StudyVoxelBox) {
     let voxels = Voxels::I16(add_noise_and_quantise(&hu, 18.0, seed));
     let geometry = Geometry::axis_aligned(size, SPACING_MM, [0.0; 3]);
     let c: [f64; 3] = std::array::from_fn(|a| center[a] / SPACING_MM[a]);
-    let box_voxel = StudyVoxelBox {
-        min: std::array::from_fn(|a| (c[a] - r / SPACING_MM[a] + 0.5).floor() as usize),
-        max: std::array::from_fn(|a| (c[a] + r / SPACING_MM[a] + 0.5).ceil() as usize),
-    };
+    let box_voxel = StudyVoxelBox::covering(
+        std::array::from_fn(|a| c[a] - r / SPACING_MM[a]),
+        std::array::from_fn(|a| c[a] + r / SPACING_MM[a]),
+        size,
+    )
+    .unwrap();
     (voxels, geometry, box_voxel)
 }
 

@@ -22,7 +22,7 @@ pub struct SeriesRow {
     pub transfer_syntaxes: Vec<String>,
     pub warnings: Vec<String>,
     /// Slices no file provides, interpolated (only with `--allow-gaps`).
-    pub filled_slices: Vec<dicom::FilledSlice>,
+    pub filled_slices: Vec<tessera_dicom::volume::FilledSlice>,
     /// Image files that could not be read and may be slices of this series.
     pub unreadable_files: Vec<PathBuf>,
     /// Set when the series cannot be a volume; then size and spacing are zero.

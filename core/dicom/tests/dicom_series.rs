@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use tessera_dicom::dicom::write::{CtSlice, PixelEncoding, write_ct_slice};
-use tessera_dicom::dicom::{self, DicomError, FilledSlice, LoadOptions};
+use tessera_dicom::dicom::{self, DicomError, LoadOptions};
+use tessera_dicom::volume::FilledSlice;
 use tessera_dicom::volume::{SeriesInfo, Voxels};
 
 const ALLOW_GAPS: LoadOptions = LoadOptions { allow_gaps: true };

@@ -103,7 +103,7 @@ fn check_deflated<R: Read + Seek>(
 ) -> Result<Extent, String> {
     source
         .seek(SeekFrom::Start(data_start))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("cannot seek to the deflated data set at byte {data_start}: {e}"))?;
     let mut inflated = Vec::new();
     flate2::read::DeflateDecoder::new(source)
         .take(MAX_INFLATED_BYTES + 1)

@@ -28,8 +28,6 @@ pub mod write;
 
 use std::path::PathBuf;
 
-pub use crate::io::is_dicom_file;
-pub use crate::volume::FilledSlice;
 pub use decode::{check_transfer_syntaxes, decode};
 pub use header::{FileHeader, FrameHeader};
 pub use header::{MAX_FRAMES, MAX_POSITION_MM, MAX_SIDE, MAX_SPACING_MM, MIN_SPACING_MM};

@@ -39,7 +39,8 @@ pub fn read(path: &Path) -> Result<Volume, ImageFileError> {
 
 /// The separate data file a header names (`None` for `LOCAL`).
 pub fn data_file(path: &Path) -> Result<Option<PathBuf>, String> {
-    let (file, _) = crate::io::open_regular(path).map_err(|e| e.to_string())?;
+    let (file, _) =
+        crate::io::open_regular(path).map_err(|e| format!("cannot open the header: {e}"))?;
     let fields = fields(&mut BufReader::new(file))?;
     Ok(match data_source(path, &fields)? {
         DataSource::Local => None,
