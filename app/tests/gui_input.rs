@@ -31,8 +31,8 @@ struct Reader {
     decisions: Vec<Option<Decision>>,
     categories: Vec<Option<Category>>,
     window: WindowLevel,
-    /// Whether a slab is on, and its projection (its thickness is a field of its own).
-    slab: Option<SlabMode>,
+    /// Whether each view's slab is on, and its projection (its thickness is a field of its own).
+    slabs: [Option<SlabMode>; 3],
     shown: (bool, bool),
     views: [ViewTransform; 3],
     cursor: [usize; 3],
@@ -52,7 +52,7 @@ fn reader(app: &TesseraApp) -> Reader {
             })
             .collect(),
         window: study.window,
-        slab: study.slab.map(|s| s.mode),
+        slabs: study.slabs.map(|s| s.map(|s| s.mode)),
         shown: (study.show_crosshair, study.show_text),
         views: study.views,
         cursor: study.cursor,
@@ -129,10 +129,10 @@ fn typing_into_any_text_field_changes_no_decision_window_or_view() {
         };
         study.views[0].zoom = 1.5;
         // A slab on (its thickness field shown), at the last step: S would turn it off.
-        study.slab = Some(Slab {
+        study.slabs = [Some(Slab {
             thickness_mm: 20.0,
             mode: SlabMode::Mip,
-        });
+        }); 3];
         app.pacs.open = true;
         app.run_panel.budget_gib = Some(16.0);
     }

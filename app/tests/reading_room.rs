@@ -69,28 +69,25 @@ fn a_study_opens_in_the_models_reading_window_and_the_files_own_is_one_key_away(
 fn slab_keys_step_thickness_and_projection_and_c_h_hide_the_overlays() {
     let mut h = harness(Source::Demo);
     step_until(&mut h, "the demo study", |app| app.study.is_some());
-    let slab = |h: &Harness<'_, TesseraApp>| h.state().study.as_ref().unwrap().slab;
-    assert_eq!(slab(&h), None);
+    // With the pointer on no view, S and M act on all three.
+    let slabs = |h: &Harness<'_, TesseraApp>| h.state().study.as_ref().unwrap().slabs;
+    assert_eq!(slabs(&h), [None; 3]);
     press(&mut h, Key::S);
-    assert_eq!(
-        slab(&h),
-        Some(Slab {
-            thickness_mm: 5.0,
-            mode: SlabMode::Mip
-        })
-    );
+    let mip_5 = Slab {
+        thickness_mm: 5.0,
+        mode: SlabMode::Mip,
+    };
+    assert_eq!(slabs(&h), [Some(mip_5); 3]);
     press(&mut h, Key::S);
     press(&mut h, Key::M);
-    assert_eq!(
-        slab(&h),
-        Some(Slab {
-            thickness_mm: 10.0,
-            mode: SlabMode::MinIp
-        })
-    );
+    let min_ip_10 = Slab {
+        thickness_mm: 10.0,
+        mode: SlabMode::MinIp,
+    };
+    assert_eq!(slabs(&h), [Some(min_ip_10); 3]);
     press(&mut h, Key::S);
     press(&mut h, Key::S);
-    assert_eq!(slab(&h), None, "after 20 mm: slices again");
+    assert_eq!(slabs(&h), [None; 3], "after 20 mm: slices again");
     let shown = |h: &Harness<'_, TesseraApp>| {
         let s = h.state().study.as_ref().unwrap();
         (s.show_crosshair, s.show_text)
@@ -103,6 +100,32 @@ fn slab_keys_step_thickness_and_projection_and_c_h_hide_the_overlays() {
         h.query_by_label_contains("slice 80 / 160").is_none(),
         "the corner text is hidden"
     );
+}
+
+#[test]
+fn the_slab_keys_act_on_the_view_under_the_pointer_and_the_card_sets_each_view() {
+    let mut h = harness(Source::Demo);
+    step_until(&mut h, "the demo study", |app| app.study.is_some());
+    h.step();
+    let slabs = |h: &Harness<'_, TesseraApp>| h.state().study.as_ref().unwrap().slabs;
+    let coronal = h.state().study.as_ref().unwrap().view_images[1].unwrap();
+    h.event(egui::Event::PointerMoved(coronal.center()));
+    h.step();
+    press(&mut h, Key::S);
+    press(&mut h, Key::M);
+    let min_ip_5 = Slab {
+        thickness_mm: 5.0,
+        mode: SlabMode::MinIp,
+    };
+    assert_eq!(slabs(&h), [None, Some(min_ip_5), None]);
+    // The study card: the sagittal row's 20 sets that view alone.
+    h.query_all_by_label("20").nth(2).unwrap().click();
+    h.step();
+    let mip_20 = Slab {
+        thickness_mm: 20.0,
+        mode: SlabMode::Mip,
+    };
+    assert_eq!(slabs(&h), [None, Some(min_ip_5), Some(mip_20)]);
 }
 
 #[test]
@@ -157,10 +180,10 @@ fn a_ten_millimetre_mip_over_the_views_matches_the_snapshot() {
     let mut h = support::snapshot_harness(dir.path());
     h.get_by_label("1").click();
     h.step();
-    h.state_mut().study.as_mut().unwrap().slab = Some(Slab {
+    h.state_mut().study.as_mut().unwrap().slabs = [Some(Slab {
         thickness_mm: 10.0,
         mode: SlabMode::Mip,
-    });
+    }); 3];
     support::snapshot_without_timings(&mut h, "slab_mip_10mm");
 }
 
@@ -314,7 +337,8 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
         (None, Some(0))
     );
     h.get_by_label_contains("Reader finding 1:");
-    // The reader sets its category (Tessera suggests none for a drawn finding).
+    // The reader sets its category (the test model's findings are not lung nodules: Tessera
+    // suggests none).
     let chooser = h.get_by_label("Lung-RADS category");
     assert_eq!(chooser.accesskit_node().value().as_deref(), Some("none"));
     chooser.click();
@@ -343,4 +367,60 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
     assert_eq!(drawn.tracking_id, "Reader finding 1");
     assert_eq!(drawn.decision, Some(Decision::Rejected));
     assert_eq!(drawn.lung_rads, Some((Category::FourA, false)));
+}
+
+#[test]
+fn in_a_run_of_lung_nodules_a_drawn_finding_gets_a_suggestion_and_a_thumbnail() {
+    if !runtime_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = reading_harness(dir.path());
+    // The test model is no lung nodule detector: its run says what a chest model's says.
+    h.state_mut()
+        .run_panel
+        .runs
+        .last_mut()
+        .unwrap()
+        .report
+        .model
+        .lung_rads = true;
+    h.get_by_label("add finding").click();
+    h.step();
+    support::drag(&mut h, egui::pos2(180.0, 180.0), egui::pos2(240.0, 220.0));
+    let drawn = h.state().review.reading.review.as_ref().unwrap().added[0].clone();
+    let suggested = drawn
+        .lung_rads_suggestion()
+        .expect("a measured finding has a suggestion");
+    let category = suggested.category.label();
+    h.get_by_label(&format!("{category}?"));
+    h.get_by_label_contains(&format!("Study Lung-RADS {category} (suggestion)"));
+    h.get_by_label("Gallery").click();
+    h.run();
+    // The study card names the views too: hovering adds the crop's caption.
+    let coronal = |h: &Harness<'_, TesseraApp>| h.query_all_by_label("Coronal").count();
+    let before = coronal(&h);
+    h.get_by_label("reader finding R1 thumbnail").hover();
+    h.run();
+    assert_eq!(
+        coronal(&h),
+        before + 1,
+        "hovering a thumbnail shows its coronal crop"
+    );
+    h.get_by_label("reader finding R1 thumbnail").click();
+    h.run();
+    assert_eq!(h.state().review.selected_added, Some(0));
+    let chooser = h.get_by_label("Lung-RADS category");
+    assert_eq!(
+        chooser.accesskit_node().value(),
+        Some(format!("{category} (suggested)"))
+    );
+    // The SR carries it as a suggestion, with its rule.
+    let path = dir.path().join("sr.dcm");
+    h.state().export_sr(Selection::All, &path).unwrap();
+    let read = tessera_dicom::dicom::sr::read_sr(&path).unwrap();
+    let findings = tessera_core::sr::findings(&read, &path).unwrap();
+    let last = findings.last().unwrap();
+    assert_eq!(last.tracking_id, "Reader finding 1");
+    assert_eq!(last.lung_rads, Some((suggested.category, true)));
 }

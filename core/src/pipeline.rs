@@ -209,6 +209,9 @@ pub struct DetectionResult {
     pub maps: Maps,
     /// The lung field on the model's grid, when the model asks for one (the viewer draws it).
     pub lung_field: Option<tessera_maps::lung::LungField>,
+    /// The model's findings are lung nodules: each has a Lung-RADS suggestion, and so may a
+    /// reader's own.
+    pub lung_rads: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -354,7 +357,8 @@ fn run(
         &study_from_model,
         &plan,
     );
-    let detections = measured(found, volume, lungs.as_mut(), &study_from_model);
+    let lung_rads = card.suggests_lung_rads();
+    let detections = measured(found, volume, lungs.as_mut(), &study_from_model, lung_rads);
     let (lung_field, lung_stats) = lungs.unzip();
     let stats = runner.finish(&plan, lung_stats, started);
     Ok(DetectionResult {
@@ -378,6 +382,7 @@ fn run(
             None => maps,
         },
         lung_field,
+        lung_rads,
     })
 }
 
@@ -756,13 +761,14 @@ fn findings(
 }
 
 /// Each detection measured on the study's voxels (within the lung field, when the model has
-/// one: then with a Lung-RADS suggestion too); the lung field's count of boxes measured on
-/// the model's grid ([`tessera_maps::extent`]).
+/// one), with a Lung-RADS suggestion when the model's findings are lung nodules; the lung
+/// field's count of boxes measured on the model's grid ([`tessera_maps::extent`]).
 fn measured(
     mut detections: Vec<Detection>,
     study: &Volume,
     lungs: Option<&mut (tessera_maps::lung::LungField, LungFieldStats)>,
     study_from_model: &GridMap,
+    lung_rads: bool,
 ) -> Vec<Detection> {
     let (field, stats) = lungs.map(|(f, s)| (&*f, s)).unzip();
     if let Some(stats) = stats {
@@ -781,7 +787,7 @@ fn measured(
             &d.box_voxel,
             in_lung.as_ref().map(|f| f as &dyn Fn([usize; 3]) -> bool),
         );
-        d.lung_rads = field.map(|_| crate::lungrads::of(&measured));
+        d.lung_rads = lung_rads.then(|| crate::lungrads::of(&measured));
         d.measurements = Some(measured);
     }
     detections

@@ -78,6 +78,11 @@ pub struct ModelRecord {
     /// The rescoring stage's file, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rescore_sha256: Option<String>,
+    /// Its findings are lung nodules: Lung-RADS categories are suggested, for the reader's
+    /// own findings too. (Absent in files from before it was kept: see
+    /// [`DetectionReport::suggests_lung_rads`].)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lung_rads: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +150,7 @@ impl DetectionReport {
                 name: result.model_name.clone(),
                 sha256: result.model_sha256.clone(),
                 rescore_sha256: result.rescore_sha256.clone(),
+                lung_rads: result.lung_rads,
             },
             plan: PlanRecord {
                 windows_per_axis: result.plan.windows_per_axis,
@@ -167,6 +173,12 @@ impl DetectionReport {
     /// Reads a `det.json`, checking its schema.
     pub fn read_json(path: &Path) -> Result<Self, ReportError> {
         Ok(read_json(path, KIND)?)
+    }
+
+    /// Whether the run's findings are lung nodules (Lung-RADS suggested): its model says so,
+    /// or, in a file from before it was recorded, a detection has a suggestion.
+    pub fn suggests_lung_rads(&self) -> bool {
+        self.model.lung_rads || self.detections.iter().any(|d| d.lung_rads.is_some())
     }
 
     /// The LUNA16 submission format: `seriesuid,coordX,coordY,coordZ,probability` (world mm).

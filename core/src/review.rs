@@ -77,6 +77,27 @@ impl AddedFinding {
         self.decision.unwrap_or(Decision::Accepted)
     }
 
+    /// The Lung-RADS category its measurements suggest, in a run whose findings are lung
+    /// nodules ([`DetectionReport::suggests_lung_rads`]); `None` when it was not measured.
+    pub fn lung_rads_suggestion(&self) -> Option<crate::lungrads::Suggestion> {
+        self.measurements.as_ref().map(crate::lungrads::of)
+    }
+
+    /// Its category: the reader's, else, in a run of lung nodules, the suggestion; with the
+    /// rule when suggested.
+    pub fn lung_rads_in(
+        &self,
+        report: &DetectionReport,
+    ) -> Option<(crate::lungrads::Category, Option<String>)> {
+        self.lung_rads.map(|c| (c, None)).or_else(|| {
+            report
+                .suggests_lung_rads()
+                .then(|| self.lung_rads_suggestion())
+                .flatten()
+                .map(|s| (s.category, Some(s.rule)))
+        })
+    }
+
     /// Its size: as measured, or the mean of the drawn box's axial sides.
     pub fn mean_diameter_mm(&self) -> f64 {
         self.measurements.as_ref().map_or_else(

@@ -166,6 +166,9 @@ fn the_test_retinanet_gives_monais_detections_in_its_sliding_window() {
     let result = run(&config);
     assert!(result.plan.windows.len() > 1, "{}", result.plan);
     assert_same_detections(&result, &golden, "sliding window, constant");
+    // A lung nodule bundle has no lung field; its card says its findings are lung nodules.
+    assert!(result.lung_rads);
+    assert!(result.detections.iter().all(|d| d.lung_rads.is_some()));
     let across = result.detections.iter().filter(|d| d.crosses_seam).count();
     assert!(across > 0, "no detection crosses a window seam");
     eprintln!("{across} of them cross a window seam");

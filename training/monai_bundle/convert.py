@@ -255,7 +255,9 @@ def card(name, detector, raw, strides, names, onnx_sha, weights, receptive, wind
         "recommended_patch": roi,
         "default_score_threshold": float(selector.score_thresh),
         "lung_field": False,
-        # A lung nodule detector: its findings are read in a lung window.
+        # A lung nodule detector: its findings are read in a lung window, and each gets a
+        # Lung-RADS category suggested (it has no lung field to say so).
+        "lung_rads": True,
         "display_window": {"name": "lung", "center_hu": -600, "width_hu": 1500},
         "training": {"recipe": recipe, **weights},
         "metrics": None,

@@ -93,7 +93,7 @@ fn corners(painter: &Backed<'_>, study: &Study, plane: Plane, rect: Rect) {
         non_empty(&info.study_description, &info.study_date),
         non_empty(&info.series_description, &info.series_uid),
     );
-    let slab = study.slab.map_or(String::new(), |s| {
+    let slab = study.slabs[plane_index(plane)].map_or(String::new(), |s| {
         format!(
             "\n{} {:.0} mm (planes over {:.1} mm)",
             s.mode.label(),

@@ -5,6 +5,7 @@ use egui::{Color32, Pos2, Stroke, Ui};
 use tessera_core::lungrads::{self, Category};
 use tessera_core::measure::{AxialAxes, Measurements, Method, measure};
 use tessera_core::pipeline::Detection;
+use tessera_core::report::DetectionReport;
 use tessera_core::review::{AddedFinding, Review};
 
 use super::study::Study;
@@ -78,10 +79,11 @@ pub fn added_size(a: &AddedFinding) -> (String, String) {
     }
 }
 
-/// A reader's finding's Lung-RADS cell: the reader's category (Tessera suggests categories
-/// for its chest models' findings only, which a drawn finding is not).
-pub fn added_lung_rads(a: &AddedFinding) -> Option<String> {
-    a.lung_rads.map(|c| lung_rads_text(c, false))
+/// A reader's finding's Lung-RADS cell: the reader's category, else (in a run of lung
+/// nodules) the one its measurements suggest, marked `?`.
+pub fn added_lung_rads(a: &AddedFinding, report: &DetectionReport) -> Option<String> {
+    a.lung_rads_in(report)
+        .map(|(c, rule)| lung_rads_text(c, rule.is_some()))
 }
 
 /// The finding's category: the reader's, else the suggestion; with whether it is suggested
@@ -105,26 +107,34 @@ pub fn lung_rads_text(category: Category, suggested: bool) -> String {
     format!("{}{mark}", category.label())
 }
 
-/// The study's category from its findings at the threshold (rejected ones left out).
+/// The study's category from its findings at the threshold and the reader's own (rejected
+/// ones left out), in a run of lung nodules.
 pub fn study_lung_rads(
-    detections: &[Detection],
+    report: &DetectionReport,
     rows: &[usize],
     review: Option<&Review>,
 ) -> Option<lungrads::Suggestion> {
-    let rejected = |i: usize| {
-        review.and_then(|r| r.of(i)).and_then(|f| f.decision)
-            == Some(tessera_core::review::Decision::Rejected)
-    };
-    let categories: Vec<(String, Category)> = rows
+    if !report.suggests_lung_rads() {
+        return None;
+    }
+    let rejected = Some(tessera_core::review::Decision::Rejected);
+    let detected = rows
         .iter()
-        .filter(|&&i| !rejected(i))
+        .filter(|&&i| review.and_then(|r| r.of(i)).and_then(|f| f.decision) != rejected)
         .filter_map(|&i| {
-            let (c, _, _) = lung_rads(&detections[i], review, i)?;
+            let (c, _, _) = lung_rads(report.detections.get(i)?, review, i)?;
             Some(((i + 1).to_string(), c))
+        });
+    let added = review.into_iter().flat_map(|r| {
+        r.added.iter().enumerate().filter_map(|(k, a)| {
+            (Some(a.decision()) != rejected)
+                .then(|| a.lung_rads_in(report))
+                .flatten()
+                .map(|(c, _)| (format!("R{}", k + 1), c))
         })
-        .collect();
-    let chest = rows.iter().any(|&i| detections[i].lung_rads.is_some());
-    chest.then(|| lungrads::study(&categories))
+    });
+    let categories: Vec<(String, Category)> = detected.chain(added).collect();
+    Some(lungrads::study(&categories))
 }
 
 /// The selected finding's category chooser; returns the reader's choice when it changed
@@ -140,12 +150,24 @@ pub fn lung_rads_ui(
     category_ui(ui, ("lung-rads", index), Some(&current), suggested)
 }
 
-/// A reader's finding's category chooser (no suggestion: the reader sets it, or not).
-pub fn added_lung_rads_ui(ui: &mut Ui, a: &AddedFinding, k: usize) -> Option<Option<Category>> {
-    let current = a
-        .lung_rads
-        .map(|c| (c, false, "set by the reader".to_string()));
-    category_ui(ui, ("lung-rads-added", k), current.as_ref(), None)
+/// A reader's finding's category chooser: the reader's, else (in a run of lung nodules) the
+/// suggestion from its measurements.
+pub fn added_lung_rads_ui(
+    ui: &mut Ui,
+    a: &AddedFinding,
+    k: usize,
+    report: &DetectionReport,
+) -> Option<Option<Category>> {
+    let current = a.lung_rads_in(report).map(|(c, rule)| match rule {
+        Some(rule) => (c, true, rule),
+        None => (c, false, "set by the reader".to_string()),
+    });
+    let suggested = report
+        .suggests_lung_rads()
+        .then(|| a.lung_rads_suggestion())
+        .flatten()
+        .map(|s| s.category);
+    category_ui(ui, ("lung-rads-added", k), current.as_ref(), suggested)
 }
 
 /// The chooser: the current category (suggested or the reader's, or none), the suggestion

@@ -748,9 +748,9 @@ impl TesseraApp {
             } else if press.key == Key::H {
                 study.show_text = !study.show_text;
             } else if press.key == Key::S {
-                study.next_slab();
+                study.next_slab(study.hovered);
             } else if press.key == Key::M {
-                study.next_slab_mode();
+                study.next_slab_mode(study.hovered);
             } else if let Some(step) = reading::Reading::step_of(press) {
                 if let Some(record) = self.run_panel.runs.last() {
                     self.review

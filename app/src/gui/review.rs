@@ -10,10 +10,10 @@ use egui::Ui;
 use image::ImageEncoder as _;
 use tessera_core::parity::{ParityReport, Tolerances, compare};
 
-use super::measures;
 use super::reading::{Reading, Step, decision_label};
 use super::run_panel::RunRecord;
 use super::study::Study;
+use super::{gallery, measures};
 use crate::common::settings::Profile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum SortBy {
 }
 
 /// A row of the table: a detection of the run, or a finding the reader added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Row {
     Detection(usize),
     Added(usize),
@@ -54,7 +54,7 @@ pub struct ReviewPanel {
     /// The reader's decisions on the last run.
     pub reading: Reading,
     /// The findings as thumbnails.
-    pub gallery: super::gallery::Gallery,
+    pub gallery: gallery::Gallery,
     /// Lines for the message bar (error?, text), taken by the app each frame.
     pub notices: Vec<(bool, String)>,
 }
@@ -72,7 +72,7 @@ impl Default for ReviewPanel {
             compare: false,
             parity: None,
             reading: Reading::default(),
-            gallery: super::gallery::Gallery::default(),
+            gallery: gallery::Gallery::default(),
             notices: Vec::new(),
         }
     }
@@ -311,7 +311,7 @@ impl ReviewPanel {
         } else {
             Vec::new()
         };
-        self.gallery_ui(ui, (record, runs.len()), &rows, study.as_deref_mut());
+        self.gallery_ui(ui, (record, runs.len()), study.as_deref_mut());
         self.table_ui(ui, record, &rows, &only_now, study);
         if rows.is_empty() {
             ui.weak("Nothing at this threshold.");
@@ -319,27 +319,39 @@ impl ReviewPanel {
         export
     }
 
-    /// The gallery's switch and strip; a click selects the finding.
+    /// The gallery's switch and strip (the table's rows); a click selects the finding.
     fn gallery_ui(
         &mut self,
         ui: &mut Ui,
         (record, run): (&RunRecord, usize),
-        rows: &[usize],
         study: Option<&mut Study>,
     ) {
         ui.checkbox(&mut self.gallery.open, "Gallery")
-            .on_hover_text("Every finding at the threshold as an axial crop (hover: coronal), in the table's order");
+            .on_hover_text("Every finding at the threshold and every one you drew, as an axial crop (hover: coronal), in the table's order");
         let Some(open) = study.as_deref().filter(|_| self.gallery.open) else {
             return;
         };
-        let reading = &self.reading;
-        let clicked = self
-            .gallery
-            .ui(ui, (record, run), rows, open, self.selected, &|i| {
-                reading.decision(i)
-            });
-        if let Some(i) = clicked {
-            self.select(i, record, study);
+        let g = &open.volume.geometry;
+        let detections = &record.report.detections;
+        let added = self.reading.review.as_ref().map(|r| r.added.as_slice());
+        let items: Vec<gallery::Item> = self
+            .table_rows(record)
+            .into_iter()
+            .filter_map(|row| match row {
+                Row::Detection(i) => Some(gallery::Item::detection(
+                    detections.get(i)?,
+                    i,
+                    self.reading.decision(i),
+                    g,
+                )),
+                Row::Added(k) => gallery::Item::added(added?.get(k)?, k, g),
+            })
+            .collect();
+        let clicked = self.gallery.ui(ui, run, &items, open, self.current());
+        match clicked {
+            Some(Row::Detection(i)) => self.select(i, record, study),
+            Some(Row::Added(k)) => self.select_added(k, study),
+            None => {}
         }
     }
 
@@ -357,13 +369,13 @@ impl ReviewPanel {
         let review = self.reading.review.as_ref();
         let added = self.selected_added.zip(review);
         if let Some((k, a)) = added.and_then(|(k, r)| Some((k, r.added.get(k)?)))
-            && let Some(choice) = measures::added_lung_rads_ui(ui, a, k)
+            && let Some(choice) = measures::added_lung_rads_ui(ui, a, k, &record.report)
             && let Err(e) = self.reading.set_added_lung_rads(k, choice)
         {
             self.notices.push((true, e));
         }
         let review = self.reading.review.as_ref();
-        if let Some(study) = measures::study_lung_rads(detections, rows, review) {
+        if let Some(study) = measures::study_lung_rads(&record.report, rows, review) {
             ui.label(format!(
                 "Study Lung-RADS {} (suggestion): {}",
                 study.category.label(),
@@ -450,13 +462,18 @@ impl ReviewPanel {
                     ui.colored_label(color, text);
                     ui.end_row();
                 }
-                self.added_rows_ui(ui, study);
+                self.added_rows_ui(ui, &record.report, study);
             });
     }
 
     /// The reader's own findings, after the detector's: `R1`, `R2`... with their size, type,
     /// category and decision; a click selects one.
-    fn added_rows_ui(&mut self, ui: &mut Ui, study: Option<&mut Study>) {
+    fn added_rows_ui(
+        &mut self,
+        ui: &mut Ui,
+        report: &tessera_core::report::DetectionReport,
+        study: Option<&mut Study>,
+    ) {
         let Some(review) = &self.reading.review else {
             return;
         };
@@ -477,7 +494,7 @@ impl ReviewPanel {
             ui.label(format!("{x:.1}, {y:.1}, {z:.1}"));
             let kind = a.measurements.as_ref().and_then(|m| m.nodule_type);
             ui.label(kind.map_or("", |k| k.label()));
-            ui.label(measures::added_lung_rads(a).unwrap_or_default());
+            ui.label(measures::added_lung_rads(a, report).unwrap_or_default());
             ui.label("");
             let (text, color) = decision_label(Some(a.decision()));
             ui.colored_label(color, text);

@@ -153,7 +153,7 @@ fn texture(ui: &Ui, study: &mut Study, plane: Plane, index: usize) -> Option<egu
     let key = TextureKey {
         index,
         window: study.window,
-        slab: study.slab,
+        slab: study.slabs[k],
     };
     if let Some((cached, handle)) = &study.textures[k]
         && *cached == key
@@ -161,7 +161,7 @@ fn texture(ui: &Ui, study: &mut Study, plane: Plane, index: usize) -> Option<egu
         return Some(handle.id());
     }
     let (voxels, geometry) = (&study.volume.voxels, &study.volume.geometry);
-    let image = match study.slab {
+    let image = match study.slabs[k] {
         Some(slab) => slab_image(voxels, geometry, plane, index, slab, study.window)?,
         None => slice_image(voxels, geometry, plane, index, study.window)?,
     };
@@ -626,40 +626,57 @@ fn image_rect(map: &Mapping, [x0, y0, x1, y1]: [usize; 4]) -> Rect {
     )
 }
 
-/// The slab: off or a thickness (the steps, or typed), and its projection.
+/// Each view's slab: off or a thickness (the steps, or typed), and its projection.
 fn slab_ui(ui: &mut Ui, study: &mut Study) {
-    ui.horizontal(|ui| {
-        ui.label("Slab (S):");
-        let mode = study.slab.map_or(SlabMode::Mip, |s| s.mode);
-        if ui.selectable_label(study.slab.is_none(), "off").clicked() {
-            study.slab = None;
-        }
-        for t in super::study::SLAB_STEPS_MM {
-            let on = study
-                .slab
-                .is_some_and(|s| (s.thickness_mm - t).abs() < 1e-9);
-            if ui.selectable_label(on, format!("{t:.0}")).clicked() {
-                study.slab = Some(tessera_dicom::view::Slab {
-                    thickness_mm: t,
-                    mode,
-                });
+    ui.label("Slab (S, M: the view under the pointer, else all)");
+    for (k, plane) in super::study::PLANES.into_iter().enumerate() {
+        ui.horizontal(|ui| {
+            let name = format!("{plane:?}");
+            ui.add_sized(
+                [56.0, ui.spacing().interact_size.y],
+                egui::Label::new(&name),
+            );
+            let slab = &mut study.slabs[k];
+            let mode = slab.map_or(SlabMode::Mip, |s| s.mode);
+            if ui.selectable_label(slab.is_none(), "off").clicked() {
+                *slab = None;
             }
-        }
-        if let Some(slab) = &mut study.slab {
+            for t in super::study::SLAB_STEPS_MM {
+                let on = slab.is_some_and(|s| (s.thickness_mm - t).abs() < 1e-9);
+                if ui.selectable_label(on, format!("{t:.0}")).clicked() {
+                    *slab = Some(tessera_dicom::view::Slab {
+                        thickness_mm: t,
+                        mode,
+                    });
+                }
+            }
+            let Some(slab) = slab else {
+                return;
+            };
             ui.add(
                 egui::DragValue::new(&mut slab.thickness_mm)
                     .range(0.0..=200.0)
                     .speed(0.5)
                     .suffix(" mm"),
             );
-        }
-    });
-    if let Some(slab) = &mut study.slab {
-        ui.horizontal(|ui| {
-            ui.label("Projection (M):");
-            for m in SlabMode::ALL {
-                ui.selectable_value(&mut slab.mode, m, m.label());
-            }
+            let combo = egui::ComboBox::from_id_salt(("slab mode", k))
+                .selected_text(slab.mode.label())
+                .width(70.0)
+                .show_ui(ui, |ui| {
+                    for m in SlabMode::ALL {
+                        ui.selectable_value(&mut slab.mode, m, m.label());
+                    }
+                });
+            let mode = slab.mode.label();
+            combo.response.widget_info(|| {
+                let mut info = egui::WidgetInfo::labeled(
+                    egui::Role::ComboBox,
+                    true,
+                    format!("{name} projection"),
+                );
+                info.current_text_value = Some(mode.into());
+                info
+            });
         });
     }
 }

@@ -270,8 +270,9 @@ pub struct Study {
     pub axes_edit: super::axes_edit::AxesEdit,
     /// Where each view's image was drawn last frame (axial, coronal, sagittal).
     pub view_images: [Option<egui::Rect>; 3],
-    /// Every view drawn as a thick slab (MIP, MinIP or average), or as slices.
-    pub slab: Option<Slab>,
+    /// Each view (axial, coronal, sagittal) drawn as a thick slab (MIP, MinIP or average),
+    /// or as slices.
+    pub slabs: [Option<Slab>; 3],
     pub show_crosshair: bool,
     /// The views' corner text and orientation letters.
     pub show_text: bool,
@@ -319,7 +320,7 @@ impl Study {
             tools: super::tools::ToolState::default(),
             axes_edit: super::axes_edit::AxesEdit::default(),
             view_images: [None; 3],
-            slab: None,
+            slabs: [None; 3],
             show_crosshair: true,
             show_text: true,
             textures: [None, None, None],
@@ -372,24 +373,40 @@ impl Study {
         }
     }
 
-    /// The next slab thickness of [`SLAB_STEPS_MM`] (after the last: slices again).
-    pub fn next_slab(&mut self) {
-        let mode = self.slab.map_or(SlabMode::Mip, |s| s.mode);
-        let now = self.slab.map_or(0.0, |s| s.thickness_mm);
-        self.slab = SLAB_STEPS_MM
+    /// The views a slab key acts on: the one under the pointer, else all three.
+    fn slab_targets(plane: Option<Plane>) -> Vec<usize> {
+        plane.map_or_else(|| vec![0, 1, 2], |p| vec![plane_index(p)])
+    }
+
+    /// The next slab thickness of [`SLAB_STEPS_MM`] (after the last: slices again), on the
+    /// view `plane` or, with none, on all three (stepping from the first's).
+    pub fn next_slab(&mut self, plane: Option<Plane>) {
+        let targets = Self::slab_targets(plane);
+        let from = targets.first().and_then(|k| self.slabs[*k]);
+        let mode = from.map_or(SlabMode::Mip, |s| s.mode);
+        let now = from.map_or(0.0, |s| s.thickness_mm);
+        let next = SLAB_STEPS_MM
             .into_iter()
             .find(|t| *t > now + 1e-9)
             .map(|thickness_mm| Slab { thickness_mm, mode });
+        for k in targets {
+            self.slabs[k] = next;
+        }
     }
 
-    /// The next projection (MIP, MinIP, average) of the slab, when there is one.
-    pub fn next_slab_mode(&mut self) {
-        if let Some(slab) = &mut self.slab {
-            let i = SlabMode::ALL
-                .iter()
-                .position(|m| *m == slab.mode)
-                .unwrap_or(0);
-            slab.mode = SlabMode::ALL[(i + 1) % SlabMode::ALL.len()];
+    /// The next projection (MIP, MinIP, average) of the slab on `plane` or, with none, of
+    /// every view's slab (from the first's).
+    pub fn next_slab_mode(&mut self, plane: Option<Plane>) {
+        let targets = Self::slab_targets(plane);
+        let Some(from) = targets.iter().find_map(|k| self.slabs[*k].map(|s| s.mode)) else {
+            return;
+        };
+        let i = SlabMode::ALL.iter().position(|m| *m == from).unwrap_or(0);
+        let next = SlabMode::ALL[(i + 1) % SlabMode::ALL.len()];
+        for k in targets {
+            if let Some(slab) = &mut self.slabs[k] {
+                slab.mode = next;
+            }
         }
     }
 

@@ -113,7 +113,7 @@ fn findings<'a>(
             mean_diameter_mm: a.mean_diameter_mm(),
             measurements: a.measurements.as_ref(),
             reader_axes: None,
-            lung_rads: a.lung_rads.map(|c| (c, None)),
+            lung_rads: a.lung_rads_in(report),
             score: None,
             // Drawing it accepted it, until the reader decided otherwise.
             decision: Some(a.decision()),

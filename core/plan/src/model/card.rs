@@ -281,10 +281,15 @@ pub struct ModelCard {
     /// A second pass for lesions wider than the receptive field, when the model has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coarse_pass: Option<CoarsePass>,
-    /// A chest-CT model: findings whose centre is outside the lung field ([`crate::lung`])
+    /// A chest-CT model: findings whose centre is outside the lung field (`tessera_maps::lung`)
     /// are dropped (or flagged, when the run keeps them).
     #[serde(default)]
     pub lung_field: bool,
+    /// Its findings are lung nodules, so each gets a Lung-RADS category suggested; absent: a
+    /// model with a lung field's are ([`Self::suggests_lung_rads`]). A MONAI lung nodule
+    /// bundle has no lung field but says so here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lung_rads: Option<bool>,
     /// The display window its findings are read in (a chest model's: lung), where a viewer
     /// opens a study for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -382,6 +387,12 @@ impl ModelCard {
     /// Receptive-field radius in input voxels: how far one output cell sees.
     pub fn receptive_radius(&self) -> usize {
         self.receptive_field_voxels / 2
+    }
+
+    /// Whether its findings get a Lung-RADS category suggested: its `lung_rads`, else
+    /// whether it has a lung field.
+    pub fn suggests_lung_rads(&self) -> bool {
+        self.lung_rads.unwrap_or(self.lung_field)
     }
 
     /// What the model imposes on windows.

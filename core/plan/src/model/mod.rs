@@ -268,4 +268,14 @@ mod tests {
         let err = Model::load(dir.path()).unwrap_err();
         assert!(err.to_string().contains("has no model.json card"), "{err}");
     }
+
+    #[test]
+    fn lung_nodule_models_suggest_lung_rads_with_or_without_a_lung_field() {
+        let card = |name: &str| ModelCard::read(&shipped_models_dir().join(name)).unwrap(); // ok: test code
+        let nodule = card("tessera-nodule");
+        assert!(nodule.lung_field && nodule.lung_rads.is_none() && nodule.suggests_lung_rads());
+        let bundle = card("tessera-test-retinanet");
+        assert!(!bundle.lung_field && bundle.suggests_lung_rads());
+        assert!(!card("tessera-test-tiny").suggests_lung_rads());
+    }
 }
