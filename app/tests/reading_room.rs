@@ -25,6 +25,24 @@ fn press(h: &mut Harness<'_, TesseraApp>, key: Key) {
     h.step();
 }
 
+/// Draws a finding with "add finding" on the axial view.
+fn draw_finding(h: &mut Harness<'_, TesseraApp>) {
+    h.get_by_label("add finding").click();
+    h.step();
+    support::drag(h, egui::pos2(180.0, 180.0), egui::pos2(240.0, 220.0));
+}
+
+/// The findings of the SR the viewer exports (all of them, with their decisions), read back.
+fn sr_findings(
+    h: &Harness<'_, TesseraApp>,
+    dir: &std::path::Path,
+) -> Vec<tessera_core::sr::SrFinding> {
+    let path = dir.join("sr.dcm");
+    h.state().export_sr(Selection::All, &path).unwrap();
+    let read = tessera_dicom::dicom::sr::read_sr(&path).unwrap();
+    tessera_core::sr::findings(&read, &path).unwrap()
+}
+
 const SOFT_TISSUE: WindowLevel = WindowLevel {
     center_hu: 40.0,
     width_hu: 400.0,
@@ -297,9 +315,7 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
     let mut h = reading_harness(dir.path());
     let record = h.state().run_panel.runs.last().unwrap();
     let detections = h.state().review.rows(record).len();
-    h.get_by_label("add finding").click();
-    h.step();
-    support::drag(&mut h, egui::pos2(180.0, 180.0), egui::pos2(240.0, 220.0));
+    draw_finding(&mut h);
     let added = |h: &Harness<'_, TesseraApp>| {
         h.state()
             .review
@@ -359,10 +375,7 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
         )
     );
     // The SR says what the reader decided.
-    let path = dir.path().join("sr.dcm");
-    h.state().export_sr(Selection::All, &path).unwrap();
-    let read = tessera_dicom::dicom::sr::read_sr(&path).unwrap();
-    let findings = tessera_core::sr::findings(&read, &path).unwrap();
+    let findings = sr_findings(&h, dir.path());
     let drawn = findings.last().unwrap();
     assert_eq!(drawn.tracking_id, "Reader finding 1");
     assert_eq!(drawn.decision, Some(Decision::Rejected));
@@ -385,9 +398,7 @@ fn in_a_run_of_lung_nodules_a_drawn_finding_gets_a_suggestion_and_a_thumbnail() 
         .report
         .model
         .lung_rads = true;
-    h.get_by_label("add finding").click();
-    h.step();
-    support::drag(&mut h, egui::pos2(180.0, 180.0), egui::pos2(240.0, 220.0));
+    draw_finding(&mut h);
     let drawn = h.state().review.reading.review.as_ref().unwrap().added[0].clone();
     let suggested = drawn
         .lung_rads_suggestion()
@@ -416,10 +427,7 @@ fn in_a_run_of_lung_nodules_a_drawn_finding_gets_a_suggestion_and_a_thumbnail() 
         Some(format!("{category} (suggested)"))
     );
     // The SR carries it as a suggestion, with its rule.
-    let path = dir.path().join("sr.dcm");
-    h.state().export_sr(Selection::All, &path).unwrap();
-    let read = tessera_dicom::dicom::sr::read_sr(&path).unwrap();
-    let findings = tessera_core::sr::findings(&read, &path).unwrap();
+    let findings = sr_findings(&h, dir.path());
     let last = findings.last().unwrap();
     assert_eq!(last.tracking_id, "Reader finding 1");
     assert_eq!(last.lung_rads, Some((suggested.category, true)));
