@@ -96,6 +96,8 @@ pub struct RunPanel {
     pub budget_gib: Option<f64>,
     /// Why "Choose patch" found none (nothing fits, no calibration), until it finds one.
     pub budget_refusal: Option<String>,
+    /// What limited the budget's patch besides the budget (the calibrated windows), if anything.
+    pub budget_note: Option<String>,
     pub allow_single_pass: bool,
     /// Run the model's rescoring stage, when it has one.
     pub rescore: bool,
@@ -137,6 +139,7 @@ impl RunPanel {
             threads: defaults.threads,
             budget_gib: None,
             budget_refusal: None,
+            budget_note: None,
             allow_single_pass: defaults.tile.allow_single_pass,
             rescore: defaults.rescore,
             coarse_pass: defaults.coarse_pass,
@@ -555,10 +558,14 @@ impl RunPanel {
             } else {
                 self.budget_gib = None;
                 self.budget_refusal = None;
+                self.budget_note = None;
             }
         });
         if let Some(refusal) = &self.budget_refusal {
             ui.colored_label(ui.visuals().error_fg_color, refusal);
+        }
+        if let Some(note) = &self.budget_note {
+            ui.weak(note);
         }
         ui.checkbox(&mut self.allow_single_pass, "Allow one window (not tiling)");
         self.stages_ui(ui);
@@ -600,8 +607,16 @@ impl RunPanel {
             Ok(resolved) => {
                 self.patch = resolved.patch;
                 self.budget_refusal = None;
+                self.budget_note = resolved.held_to_calibration.map(|voxels| {
+                    format!(
+                        "The budget allows larger windows than the calibration's largest ({voxels} voxels); the patch stays within it. Calibrate with larger windows (tessera sweep) to use more of it."
+                    )
+                });
             }
-            Err(e) => self.budget_refusal = Some(e.to_string()),
+            Err(e) => {
+                self.budget_refusal = Some(e.to_string());
+                self.budget_note = None;
+            }
         }
     }
 }

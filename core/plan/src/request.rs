@@ -232,6 +232,9 @@ pub enum PatchChoice {
 pub struct ResolvedPatch {
     pub patch: [usize; 3],
     pub forecast: Option<MemoryForecast>,
+    /// The budget allowed larger windows than the calibration's largest (these voxels), so
+    /// the patch was kept within it: calibrating with larger windows would use more of it.
+    pub held_to_calibration: Option<usize>,
 }
 
 /// The patch for `choice` on a volume of `geometry` (in its own voxels): the one place where
@@ -246,12 +249,29 @@ pub fn resolve_patch(
         PatchChoice::Fixed(patch) => Ok(ResolvedPatch {
             patch,
             forecast: None,
+            held_to_calibration: None,
         }),
         PatchChoice::Budget { budget_bytes } => {
             let (patch, forecast) = patch_for_budget(geometry, model, config, budget_bytes)?;
+            // What the budget alone would allow, were the line trusted past its windows.
+            let mut unbounded = forecast;
+            unbounded.model.largest_window_voxels = None;
+            let size = model_geometry(geometry, model).size;
+            let voxels = |p: [usize; 3]| p.iter().product::<usize>();
+            let held_to_calibration = forecast.model.largest_window_voxels.filter(|_| {
+                choose_patch(
+                    size,
+                    model.card.grid(),
+                    &unbounded,
+                    budget_bytes,
+                    config.tile.blend,
+                )
+                .is_ok_and(|p| voxels(p) > voxels(patch))
+            });
             Ok(ResolvedPatch {
                 patch,
                 forecast: Some(forecast),
+                held_to_calibration,
             })
         }
     }

@@ -435,6 +435,25 @@ fn the_forecast_is_the_largest_of_the_main_windows_the_coarse_pass_and_the_stage
 }
 
 #[test]
+fn a_budget_never_picks_a_window_larger_than_the_calibration_saw() {
+    use tessera_plan::patch::choose_patch;
+    let mut memory = forecast(0.2e9, 620.0, 0);
+    let budget = parse_bytes("16GB").unwrap();
+    for blend in [BlendMode::Gaussian, BlendMode::Halo] {
+        memory.model.largest_window_voxels = None;
+        let free = choose_patch([512, 512, 300], GRID, &memory, budget, blend).unwrap();
+        // Calibrated up to 512x512x48: the line is not trusted past it, whatever the budget.
+        let seen = 512 * 512 * 48;
+        memory.model.largest_window_voxels = Some(seen);
+        let held = choose_patch([512, 512, 300], GRID, &memory, budget, blend).unwrap();
+        let voxels = |p: [usize; 3]| p.iter().product::<usize>();
+        assert!(voxels(free) > seen, "{blend}: {free:?} is within it anyway");
+        assert!(voxels(held) <= seen, "{blend}: {held:?}");
+        assert!(voxels(held) > seen / 2, "{blend}: {held:?} wastes the calibration");
+    }
+}
+
+#[test]
 fn the_budget_picks_full_axial_context_as_deep_as_fits_when_blending() {
     use tessera_plan::patch::choose_patch;
     let choose_patch = |volume, grid, memory, budget| {

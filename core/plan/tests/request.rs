@@ -70,7 +70,8 @@ fn a_fixed_patch_is_taken_as_given() {
         resolved,
         ResolvedPatch {
             patch: [32, 32, 16],
-            forecast: None
+            forecast: None,
+            held_to_calibration: None,
         }
     );
 }
@@ -118,6 +119,21 @@ fn a_budget_gives_a_patch_that_fits_or_says_that_even_the_smallest_does_not() {
     .unwrap();
     let forecast = resolved.forecast.unwrap();
     assert!(forecast.peak_bytes(resolved.patch.iter().product()) <= budget_bytes);
+    assert_eq!(resolved.held_to_calibration, None);
+    // A calibration that saw only small windows holds the patch to them, and says so.
+    let mut held_config = config.clone();
+    if let Some(m) = &mut held_config.memory_model {
+        m.largest_window_voxels = Some(64 * 64 * 32);
+    }
+    let held = resolve_patch(
+        &study,
+        &model,
+        &held_config,
+        PatchChoice::Budget { budget_bytes },
+    )
+    .unwrap();
+    assert!(held.patch.iter().product::<usize>() <= 64 * 64 * 32, "{held:?}");
+    assert_eq!(held.held_to_calibration, Some(64 * 64 * 32));
     config.tile.patch = resolved.patch;
     config.tile.memory_budget_bytes = Some(budget_bytes);
     plan_for(study.size, &model, &config, forecast.baseline_bytes).unwrap();
