@@ -449,7 +449,10 @@ fn a_budget_never_picks_a_window_larger_than_the_calibration_saw() {
         let voxels = |p: [usize; 3]| p.iter().product::<usize>();
         assert!(voxels(free) > seen, "{blend}: {free:?} is within it anyway");
         assert!(voxels(held) <= seen, "{blend}: {held:?}");
-        assert!(voxels(held) > seen / 2, "{blend}: {held:?} wastes the calibration");
+        assert!(
+            voxels(held) > seen / 2,
+            "{blend}: {held:?} wastes the calibration"
+        );
     }
 }
 

@@ -132,7 +132,10 @@ fn a_budget_gives_a_patch_that_fits_or_says_that_even_the_smallest_does_not() {
         PatchChoice::Budget { budget_bytes },
     )
     .unwrap();
-    assert!(held.patch.iter().product::<usize>() <= 64 * 64 * 32, "{held:?}");
+    assert!(
+        held.patch.iter().product::<usize>() <= 64 * 64 * 32,
+        "{held:?}"
+    );
     assert_eq!(held.held_to_calibration, Some(64 * 64 * 32));
     config.tile.patch = resolved.patch;
     config.tile.memory_budget_bytes = Some(budget_bytes);
