@@ -130,6 +130,19 @@ pub fn with_axes(m: &Measurements, axes: &AxialAxes) -> Suggestion {
     )
 }
 
+/// The study's suggestion from its findings as `(name, category, rejected)`: the rejected
+/// ones and those without a category left out (the viewer's study line and the SR's).
+pub fn study_of_findings(
+    findings: impl IntoIterator<Item = (String, Option<Category>, bool)>,
+) -> Suggestion {
+    let kept: Vec<(String, Category)> = findings
+        .into_iter()
+        .filter(|(_, _, rejected)| !rejected)
+        .filter_map(|(name, category, _)| Some((name, category?)))
+        .collect();
+    study(&kept)
+}
+
 /// The study's suggestion: its most suspicious nodule's (`nodules`: each finding's
 /// category), or 1 when there is none.
 pub fn study(nodules: &[(String, Category)]) -> Suggestion {

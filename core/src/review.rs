@@ -83,6 +83,14 @@ impl AddedFinding {
         self.measurements.as_ref().map(crate::lungrads::of)
     }
 
+    /// The suggestion it gets in `report`'s run: only in a run of lung nodules.
+    pub fn suggestion_in(&self, report: &DetectionReport) -> Option<crate::lungrads::Suggestion> {
+        report
+            .suggests_lung_rads()
+            .then(|| self.lung_rads_suggestion())
+            .flatten()
+    }
+
     /// Its category: the reader's, else, in a run of lung nodules, the suggestion; with the
     /// rule when suggested.
     pub fn lung_rads_in(
@@ -90,10 +98,7 @@ impl AddedFinding {
         report: &DetectionReport,
     ) -> Option<(crate::lungrads::Category, Option<String>)> {
         self.lung_rads.map(|c| (c, None)).or_else(|| {
-            report
-                .suggests_lung_rads()
-                .then(|| self.lung_rads_suggestion())
-                .flatten()
+            self.suggestion_in(report)
                 .map(|s| (s.category, Some(s.rule)))
         })
     }

@@ -118,23 +118,22 @@ pub fn study_lung_rads(
         return None;
     }
     let rejected = Some(tessera_core::review::Decision::Rejected);
-    let detected = rows
-        .iter()
-        .filter(|&&i| review.and_then(|r| r.of(i)).and_then(|f| f.decision) != rejected)
-        .filter_map(|&i| {
-            let (c, _, _) = lung_rads(report.detections.get(i)?, review, i)?;
-            Some(((i + 1).to_string(), c))
-        });
+    let detected = rows.iter().filter_map(|&i| {
+        let category = lung_rads(report.detections.get(i)?, review, i).map(|(c, _, _)| c);
+        let decision = review.and_then(|r| r.of(i)).and_then(|f| f.decision);
+        Some(((i + 1).to_string(), category, decision == rejected))
+    });
     let added = review.into_iter().flat_map(|r| {
-        r.added.iter().enumerate().filter_map(|(k, a)| {
-            (Some(a.decision()) != rejected)
-                .then(|| a.lung_rads_in(report))
-                .flatten()
-                .map(|(c, _)| (format!("R{}", k + 1), c))
+        r.added.iter().enumerate().map(|(k, a)| {
+            let category = a.lung_rads_in(report).map(|(c, _)| c);
+            (
+                format!("R{}", k + 1),
+                category,
+                Some(a.decision()) == rejected,
+            )
         })
     });
-    let categories: Vec<(String, Category)> = detected.chain(added).collect();
-    Some(lungrads::study(&categories))
+    Some(lungrads::study_of_findings(detected.chain(added)))
 }
 
 /// The selected finding's category chooser; returns the reader's choice when it changed
@@ -146,7 +145,10 @@ pub fn lung_rads_ui(
     index: usize,
 ) -> Option<Option<Category>> {
     let current = lung_rads(d, review, index)?;
-    let suggested = d.lung_rads.as_ref().map(|s| s.category);
+    // What "back to the suggestion" gives: the suggestion with the reader's axes, as shown.
+    let suggested = d
+        .lung_rads_with(reader_axes(review, index))
+        .map(|s| s.category);
     category_ui(ui, ("lung-rads", index), Some(&current), suggested)
 }
 
@@ -162,11 +164,7 @@ pub fn added_lung_rads_ui(
         Some(rule) => (c, true, rule),
         None => (c, false, "set by the reader".to_string()),
     });
-    let suggested = report
-        .suggests_lung_rads()
-        .then(|| a.lung_rads_suggestion())
-        .flatten()
-        .map(|s| s.category);
+    let suggested = a.suggestion_in(report).map(|s| s.category);
     category_ui(ui, ("lung-rads-added", k), current.as_ref(), suggested)
 }
 

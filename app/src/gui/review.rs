@@ -178,11 +178,12 @@ impl ReviewPanel {
         }
     }
 
-    /// The table's rows in order: the detections at the threshold, then the reader's own.
-    fn table_rows(&self, record: &RunRecord) -> Vec<Row> {
+    /// The table's rows in order: the detections at the threshold (`rows`, [`Self::rows`]),
+    /// then the reader's own.
+    fn table_rows(&self, rows: &[usize]) -> Vec<Row> {
         let added = self.reading.review.as_ref().map_or(0, |r| r.added.len());
-        self.rows(record)
-            .into_iter()
+        rows.iter()
+            .copied()
             .map(Row::Detection)
             .chain((0..added).map(Row::Added))
             .collect()
@@ -203,7 +204,7 @@ impl ReviewPanel {
         study: Option<&mut Study>,
         reader: &str,
     ) {
-        let rows = self.table_rows(record);
+        let rows = self.table_rows(&self.rows(record));
         let at = self
             .current()
             .and_then(|s| rows.iter().position(|r| *r == s));
@@ -311,7 +312,7 @@ impl ReviewPanel {
         } else {
             Vec::new()
         };
-        self.gallery_ui(ui, (record, runs.len()), study.as_deref_mut());
+        self.gallery_ui(ui, (record, runs.len()), &rows, study.as_deref_mut());
         self.table_ui(ui, record, &rows, &only_now, study);
         if rows.is_empty() {
             ui.weak("Nothing at this threshold.");
@@ -324,6 +325,7 @@ impl ReviewPanel {
         &mut self,
         ui: &mut Ui,
         (record, run): (&RunRecord, usize),
+        rows: &[usize],
         study: Option<&mut Study>,
     ) {
         ui.checkbox(&mut self.gallery.open, "Gallery")
@@ -335,7 +337,7 @@ impl ReviewPanel {
         let detections = &record.report.detections;
         let added = self.reading.review.as_ref().map(|r| r.added.as_slice());
         let items: Vec<gallery::Item> = self
-            .table_rows(record)
+            .table_rows(rows)
             .into_iter()
             .filter_map(|row| match row {
                 Row::Detection(i) => Some(gallery::Item::detection(

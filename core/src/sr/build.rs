@@ -257,19 +257,16 @@ fn certainty(score: f32, report: &DetectionReport) -> Item {
 /// The study's Lung-RADS category (its most suspicious finding's, rejected ones left out),
 /// when its findings have categories (a chest model's run).
 fn study_lung_rads(findings: &[Finding<'_>]) -> Option<Item> {
-    let categories: Vec<(String, Category)> = findings
-        .iter()
-        .filter(|f| f.decision != Some(Decision::Rejected))
-        .filter_map(|f| {
-            f.lung_rads
-                .as_ref()
-                .map(|(c, _)| (f.tracking_id.clone(), *c))
-        })
-        .collect();
     if findings.iter().all(|f| f.lung_rads.is_none()) {
         return None;
     }
-    let suggestion = lungrads::study(&categories);
+    let suggestion = lungrads::study_of_findings(findings.iter().map(|f| {
+        (
+            f.tracking_id.clone(),
+            f.lung_rads.as_ref().map(|(c, _)| *c),
+            f.decision == Some(Decision::Rejected),
+        )
+    }));
     let text = format!("{}: {}", lungrads::VERSION, suggestion.rule);
     Some(
         Item::new(
