@@ -17,7 +17,8 @@ display=()
 if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [[ " $* " == *" --screenshot "* ]]; then
   command -v xvfb-run >/dev/null || "$root/scripts/apt_install.sh" demo xvfb
   if command -v xvfb-run >/dev/null; then
-    display=(xvfb-run -a)
+    # Xvfb's default screen (1280x1024) is narrower than the viewer's 1500x950 window.
+    display=(xvfb-run -a -s "-screen 0 1600x1000x24")
   fi
 fi
 echo "demo: starting ${display[*]:+${display[*]} }target/release/tessera $*" >&2
