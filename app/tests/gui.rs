@@ -115,7 +115,7 @@ fn selecting_a_detection_moves_every_view_to_it() {
     // Row "1" in the table is detection 1 (sorted by score, the best first).
     h.get_by_label("1").click();
     h.step();
-    assert_eq!(h.state().review.selected, Some(0));
+    assert_eq!(h.state().review.selected_detection(), Some(0));
     assert_eq!(h.state().study.as_ref().unwrap().cursor, target);
 }
 
@@ -352,7 +352,7 @@ fn a_reader_decides_with_keys_and_gets_the_review_back_on_the_same_run() {
         h.step();
     }
     let app = h.state();
-    assert_eq!(app.review.selected, Some(rows[0]));
+    assert_eq!(app.review.selected_detection(), Some(rows[0]));
     assert_eq!(
         app.review.reading.decision(rows[0]),
         Some(Decision::Accepted)
@@ -507,7 +507,7 @@ fn a_study_opens_from_the_pacs_and_the_reviewed_sr_goes_back() {
     h.step();
     h.key_press(egui::Key::A);
     h.step();
-    let best = h.state().review.selected.unwrap();
+    let best = h.state().review.selected_detection().unwrap();
     assert_eq!(
         h.state().review.reading.decision(best),
         Some(Decision::Accepted)

@@ -57,7 +57,7 @@ fn reader(app: &TesseraApp) -> Reader {
         views: study.views,
         cursor: study.cursor,
         maximised: study.maximised.is_some(),
-        selected: app.review.selected,
+        selected: app.review.selected_detection(),
     }
 }
 

@@ -169,7 +169,7 @@ fn each_finding_shows_its_measured_size_and_the_reader_sets_its_category() {
     h.get_by_label("3?");
     h.get_by_label_contains("Study Lung-RADS 3 (suggestion)");
     press(&mut h, Key::J);
-    assert_eq!(h.state().review.selected, Some(0));
+    assert_eq!(h.state().review.selected_detection(), Some(0));
     // The category's chooser shows the suggestion until the reader picks one.
     let chooser = h.get_by_label("Lung-RADS category");
     assert_eq!(
@@ -252,7 +252,7 @@ fn the_gallery_shows_every_finding_and_a_click_goes_there() {
     h.get_by_label(&format!("finding {} thumbnail", rows[1] + 1))
         .click();
     h.run();
-    assert_eq!(h.state().review.selected, Some(rows[1]));
+    assert_eq!(h.state().review.selected_detection(), Some(rows[1]));
     // The views went there.
     let study = h.state().study.as_ref().unwrap();
     let b = &h.state().run_panel.runs[0].report.detections[rows[1]].box_voxel;
@@ -349,7 +349,10 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
         press(&mut h, Key::J);
     }
     assert_eq!(
-        (h.state().review.selected, h.state().review.selected_added),
+        (
+            h.state().review.selected_detection(),
+            h.state().review.selected_added()
+        ),
         (None, Some(0))
     );
     h.get_by_label_contains("Reader finding 1:");
@@ -367,7 +370,7 @@ fn a_drawn_finding_is_a_row_the_reader_reaches_with_j_and_decides() {
     // K goes back to the last detection.
     press(&mut h, Key::K);
     assert_eq!(
-        h.state().review.selected,
+        h.state().review.selected_detection(),
         Some(
             h.state()
                 .review
@@ -420,7 +423,7 @@ fn in_a_run_of_lung_nodules_a_drawn_finding_gets_a_suggestion_and_a_thumbnail() 
     );
     h.get_by_label("reader finding R1 thumbnail").click();
     h.run();
-    assert_eq!(h.state().review.selected_added, Some(0));
+    assert_eq!(h.state().review.selected_added(), Some(0));
     let chooser = h.get_by_label("Lung-RADS category");
     assert_eq!(
         chooser.accesskit_node().value(),

@@ -35,18 +35,36 @@ pub struct Item {
     pub decision: Option<Decision>,
 }
 
+/// Where a detection is shown: its box's centre in continuous study voxels (voxel `i` centred
+/// on `i`), axially on the slice its axes were measured on. The table, the keys and the
+/// gallery all go here.
+pub fn detection_center_voxel(d: &Detection) -> [f64; 3] {
+    let b = &d.box_voxel;
+    let mut at: [f64; 3] =
+        std::array::from_fn(|a| (b.min[a] + b.max[a].max(b.min[a] + 1)) as f64 / 2.0 - 0.5);
+    if let Some(m) = &d.measurements {
+        at[2] = m.axes.slice as f64;
+    }
+    at
+}
+
+/// Where the reader's finding is shown: where it was drawn, axially on its measured slice;
+/// `None` when the study's geometry cannot place it.
+pub fn added_center_voxel(a: &AddedFinding, g: &Geometry) -> Option<[f64; 3]> {
+    let mut at = g.world_from_voxel.inverse()?.apply(a.center_lps_mm);
+    if let Some(m) = &a.measurements {
+        at[2] = m.axes.slice as f64;
+    }
+    Some(at)
+}
+
 impl Item {
     /// Detection `i` of a run: its box's centre, on its measured slice.
     pub fn detection(d: &Detection, i: usize, decision: Option<Decision>, g: &Geometry) -> Self {
         let b = &d.box_voxel;
-        let mut center_voxel: [f64; 3] =
-            std::array::from_fn(|a| (b.min[a] + b.max[a]) as f64 / 2.0 - 0.5);
-        if let Some(m) = &d.measurements {
-            center_voxel[2] = m.axes.slice as f64;
-        }
         Self {
             row: Row::Detection(i),
-            center_voxel,
+            center_voxel: detection_center_voxel(d),
             side_mm: (0..3)
                 .map(|a| (b.max[a] - b.min[a]) as f64 * g.spacing_mm[a])
                 .fold(0.0, f64::max),
@@ -58,13 +76,9 @@ impl Item {
     /// The reader's finding `k`, where it was drawn (on its measured slice when measured);
     /// `None` when the study's geometry cannot place it.
     pub fn added(a: &AddedFinding, k: usize, g: &Geometry) -> Option<Self> {
-        let mut center_voxel = g.world_from_voxel.inverse()?.apply(a.center_lps_mm);
-        if let Some(m) = &a.measurements {
-            center_voxel[2] = m.axes.slice as f64;
-        }
         Some(Self {
             row: Row::Added(k),
-            center_voxel,
+            center_voxel: added_center_voxel(a, g)?,
             side_mm: a.size_mm.into_iter().fold(0.0, f64::max),
             caption: format!("R{}", k + 1),
             decision: Some(a.decision()),

@@ -40,9 +40,8 @@ pub enum ExportKind {
 #[derive(Debug)]
 pub struct ReviewPanel {
     pub threshold: f32,
-    pub selected: Option<usize>,
-    /// A finding the reader added, selected instead of a detection.
-    pub selected_added: Option<usize>,
+    /// The selected row: a detection or a finding the reader drew, never both.
+    pub selected: Option<Row>,
     pub sort: SortBy,
     pub show_seams: bool,
     pub show_weights: bool,
@@ -64,7 +63,6 @@ impl Default for ReviewPanel {
         Self {
             threshold: 0.0,
             selected: None,
-            selected_added: None,
             sort: SortBy::Score,
             show_seams: false,
             show_weights: false,
@@ -96,7 +94,6 @@ impl ReviewPanel {
     /// A new run: its threshold, and its parity against the previous one.
     pub fn run_finished(&mut self, runs: &[RunRecord], profile: &Profile) {
         self.selected = None;
-        self.selected_added = None;
         if let Some(last) = runs.last() {
             self.threshold = last.report.config.score_threshold;
             if let Some(notice) = self.reading.run_finished(&last.report, profile) {
@@ -141,40 +138,21 @@ impl ReviewPanel {
     /// Selects detection `i` of `record` and moves the crosshair to its centre (axially, to
     /// the slice it was measured on).
     pub fn select(&mut self, i: usize, record: &RunRecord, study: Option<&mut Study>) {
-        self.selected = Some(i);
-        self.selected_added = None;
+        self.selected = Some(Row::Detection(i));
         if let (Some(d), Some(study)) = (record.report.detections.get(i), study) {
-            let b = &d.box_voxel;
-            let mut at: [f64; 3] =
-                std::array::from_fn(|a| (b.min[a] + b.max[a].max(b.min[a] + 1) - 1) as f64 / 2.0);
-            // To the axial slice its axes were measured on, where it is widest.
-            if let Some(m) = &d.measurements
-                && m.method != tessera_core::measure::Method::Box
-            {
-                at[2] = m.axes.slice as f64;
-            }
-            study.set_cursor(at);
+            study.set_cursor(gallery::detection_center_voxel(d));
         }
     }
 
     /// Selects the reader's finding `k` and moves the crosshair to it (axially, to the slice
     /// it was measured on).
     pub fn select_added(&mut self, k: usize, study: Option<&mut Study>) {
-        self.selected = None;
-        self.selected_added = Some(k);
+        self.selected = Some(Row::Added(k));
         let added = self.reading.review.as_ref().and_then(|r| r.added.get(k));
-        if let (Some(a), Some(study)) = (added, study) {
-            let geometry = &study.volume.geometry;
-            if let Some(mut at) = geometry
-                .world_from_voxel
-                .inverse()
-                .map(|m| m.apply(a.center_lps_mm))
-            {
-                if let Some(m) = &a.measurements {
-                    at[2] = m.axes.slice as f64;
-                }
-                study.set_cursor(at);
-            }
+        if let (Some(a), Some(study)) = (added, study)
+            && let Some(at) = gallery::added_center_voxel(a, &study.volume.geometry)
+        {
+            study.set_cursor(at);
         }
     }
 
@@ -189,10 +167,20 @@ impl ReviewPanel {
             .collect()
     }
 
-    fn current(&self) -> Option<Row> {
-        self.selected
-            .map(Row::Detection)
-            .or(self.selected_added.map(Row::Added))
+    /// The selected detection, when a detection is selected.
+    pub fn selected_detection(&self) -> Option<usize> {
+        match self.selected {
+            Some(Row::Detection(i)) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The selected finding of the reader's, when one is selected.
+    pub fn selected_added(&self) -> Option<usize> {
+        match self.selected {
+            Some(Row::Added(k)) => Some(k),
+            _ => None,
+        }
     }
 
     /// Moves through the findings in table order (the reader's after the detector's), or
@@ -206,11 +194,11 @@ impl ReviewPanel {
     ) {
         let rows = self.table_rows(&self.rows(record));
         let at = self
-            .current()
+            .selected
             .and_then(|s| rows.iter().position(|r| *r == s));
         let target = match (step, at) {
             (Step::Decide(decision), _) => {
-                let decided = match self.current() {
+                let decided = match self.selected {
                     Some(Row::Detection(i)) => self.reading.decide(i, decision, reader),
                     Some(Row::Added(k)) => self.reading.decide_added(k, decision),
                     None => Ok(()),
@@ -295,11 +283,11 @@ impl ReviewPanel {
         let rows = self.rows(record);
         let (step, problem) = self
             .reading
-            .ui(ui, self.current(), record.report.detections.len());
+            .ui(ui, self.selected, record.report.detections.len());
         self.notices.extend(problem.map(|p| (true, p)));
         let added = self.reading.review.as_ref().map_or(0, |r| r.added.len());
-        if self.selected_added.is_some_and(|k| k >= added) {
-            self.selected_added = None; // removed
+        if self.selected_added().is_some_and(|k| k >= added) {
+            self.selected = None; // removed
         }
         if let Some(step) = step {
             self.apply(step, record, study.as_deref_mut(), reader);
@@ -349,7 +337,7 @@ impl ReviewPanel {
                 Row::Added(k) => gallery::Item::added(added?.get(k)?, k, g),
             })
             .collect();
-        let clicked = self.gallery.ui(ui, run, &items, open, self.current());
+        let clicked = self.gallery.ui(ui, run, &items, open, self.selected);
         match clicked {
             Some(Row::Detection(i)) => self.select(i, record, study),
             Some(Row::Added(k)) => self.select_added(k, study),
@@ -361,7 +349,7 @@ impl ReviewPanel {
     fn lung_rads_ui(&mut self, ui: &mut Ui, record: &RunRecord, rows: &[usize]) {
         let detections = &record.report.detections;
         let review = self.reading.review.as_ref();
-        if let Some(i) = self.selected
+        if let Some(i) = self.selected_detection()
             && let Some(d) = detections.get(i)
             && let Some(choice) = measures::lung_rads_ui(ui, d, review, i)
             && let Err(e) = self.reading.set_lung_rads(i, choice)
@@ -369,7 +357,7 @@ impl ReviewPanel {
             self.notices.push((true, e));
         }
         let review = self.reading.review.as_ref();
-        let added = self.selected_added.zip(review);
+        let added = self.selected_added().zip(review);
         if let Some((k, a)) = added.and_then(|(k, r)| Some((k, r.added.get(k)?)))
             && let Some(choice) = measures::added_lung_rads_ui(ui, a, k, &record.report)
             && let Err(e) = self.reading.set_added_lung_rads(k, choice)
@@ -427,7 +415,7 @@ impl ReviewPanel {
                 ui.end_row();
                 for &i in rows {
                     let d = &record.report.detections[i];
-                    let selected = self.selected == Some(i);
+                    let selected = self.selected == Some(Row::Detection(i));
                     let label = if only_now.contains(&i) {
                         format!("{}*", i + 1)
                     } else {
@@ -481,7 +469,7 @@ impl ReviewPanel {
         };
         let mut clicked = None;
         for (k, a) in review.added.iter().enumerate() {
-            let selected = self.selected_added == Some(k);
+            let selected = self.selected == Some(Row::Added(k));
             if ui
                 .selectable_label(selected, format!("R{}", k + 1))
                 .on_hover_text("A finding the reader drew")

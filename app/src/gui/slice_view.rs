@@ -417,7 +417,9 @@ fn draw_added(
             continue;
         };
         let rect = image_rect(map, b);
-        let selected = overlay.review.is_some_and(|r| r.selected_added == Some(i));
+        let selected = overlay
+            .review
+            .is_some_and(|r| r.selected_added() == Some(i));
         let style = if selected {
             (2.5, colors::SELECTED)
         } else {
@@ -480,7 +482,7 @@ fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>
         return;
     };
     let threshold = review.map_or(0.0, |r| r.threshold);
-    let selected = review.and_then(|r| r.selected);
+    let selected = review.and_then(|r| r.selected_detection());
     for (i, d) in record.report.detections.iter().enumerate() {
         if d.score < threshold {
             continue;
@@ -535,7 +537,7 @@ fn draw_detections(painter: &egui::Painter, map: &Mapping, overlay: &Overlay<'_>
 /// The selected finding's axes (the reader's, else as measured), to drag.
 fn selected_axes(overlay: &Overlay<'_>) -> Option<(usize, tessera_core::measure::AxialAxes)> {
     let (record, review) = overlay.record.zip(overlay.review)?;
-    let i = review.selected?;
+    let i = review.selected_detection()?;
     record.report.detections.get(i)?;
     drawn_axes(Some(review), record, i).map(|axes| (i, *axes))
 }
@@ -577,7 +579,7 @@ fn drawn_axes<'a>(
 ) -> Option<&'a tessera_core::measure::AxialAxes> {
     let reader = super::measures::reader_axes(review.and_then(|r| r.reading.review.as_ref()), i);
     // A box's sides only for the selected finding: the reader may draw its axes from them.
-    let selected = review.is_some_and(|r| r.selected == Some(i));
+    let selected = review.is_some_and(|r| r.selected_detection() == Some(i));
     let measured = record.report.detections[i]
         .measurements
         .as_ref()
