@@ -693,7 +693,8 @@ fn broken_result_files_are_refused_by_name() {
         parity(
             "another schema",
             &wrong_schema,
-            &["wrong.json", "missing field"],
+            // Named by its schema, not by the first field it lacks.
+            &["wrong.json", "has schema other/9, not tessera.detections/1"],
         ),
         parity(
             "det.json is a FIFO",

@@ -232,16 +232,23 @@ pub struct JsonKind {
     pub schema: Option<&'static str>,
 }
 
-/// Reads `path` (a regular file) as `kind`: parsed, then its `schema` checked.
+/// Reads `path` (a regular file) as `kind`: its `schema` checked, then parsed.
 ///
 /// ```
 /// use tessera_dicom::io::{JsonFileError, JsonKind, read_json};
+/// #[derive(serde::Deserialize)]
+/// struct Test {
+///     detections: Vec<u32>,
+/// }
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("x.json");
-/// std::fs::write(&path, r#"{"schema": "other/1"}"#).unwrap();
 /// let kind = JsonKind { what: "a test file", schema: Some("test/1") };
-/// let read = read_json::<serde_json::Value>(&path, kind);
+/// // Another kind of file is named by its schema, not by the field it lacks.
+/// std::fs::write(&path, r#"{"schema": "other/1"}"#).unwrap();
+/// let read = read_json::<Test>(&path, kind);
 /// assert!(matches!(read, Err(JsonFileError::Schema { .. })));
+/// std::fs::write(&path, r#"{"schema": "test/1", "detections": [1, 2]}"#).unwrap();
+/// assert_eq!(read_json::<Test>(&path, kind).unwrap().detections, [1, 2]);
 /// ```
 pub fn read_json<T: serde::de::DeserializeOwned>(
     path: &Path,
@@ -261,7 +268,8 @@ pub fn read_json<T: serde::de::DeserializeOwned>(
         what: kind.what,
         source,
     };
-    let value = serde_json::from_slice(&bytes).map_err(parse_error)?;
+    // The schema first: a file of another kind or version is named as such, not by the first
+    // field it lacks.
     if let Some(expected) = kind.schema {
         let found = serde_json::from_slice::<Schema>(&bytes)
             .map_err(parse_error)?
@@ -274,7 +282,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(
             });
         }
     }
-    Ok(value)
+    serde_json::from_slice(&bytes).map_err(parse_error)
 }
 
 /// What a path that is not a regular file is, in words.
