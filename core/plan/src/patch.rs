@@ -55,9 +55,42 @@ pub fn least_budget_bytes(predicted_bytes: u64) -> u64 {
     (predicted_bytes as f64 / (1.0 - BUDGET_HEADROOM)).ceil() as u64
 }
 
-/// Why `patch` (predicted at `predicted` bytes) is over `budget_bytes`, and what would run:
-/// the patch [`choose_patch`] finds for the budget, or the least budget any patch needs.
-pub(crate) fn over_budget_advice(
+/// [`TilePlan::new`], whose refusal over the spec's budget also says what would run: the
+/// patch [`choose_patch`] finds for the budget, or the least budget any patch needs.
+pub fn plan_within_budget(
+    volume_size: [usize; 3],
+    grid: ModelGrid,
+    spec: &TileSpec,
+    memory: Option<&MemoryForecast>,
+) -> Result<TilePlan, PlanError> {
+    TilePlan::new(volume_size, grid, spec, memory).map_err(|refusal| match (refusal, memory) {
+        (
+            PlanError::OverBudget {
+                patch,
+                predicted_bytes,
+                budget_bytes,
+                ..
+            },
+            Some(memory),
+        ) => PlanError::OverBudget {
+            advice: over_budget_advice(
+                volume_size,
+                grid,
+                memory,
+                budget_bytes,
+                spec.blend,
+                predicted_bytes,
+            ),
+            patch,
+            predicted_bytes,
+            budget_bytes,
+        },
+        (other, _) => other,
+    })
+}
+
+/// Why a patch predicted at `predicted` bytes is over `budget_bytes`, and what would run.
+fn over_budget_advice(
     volume_size: [usize; 3],
     grid: ModelGrid,
     memory: &MemoryForecast,

@@ -25,7 +25,6 @@ use crate::blend::BlendMode;
 use crate::bytes::format_bytes;
 use crate::memory::forecast::MemoryForecast;
 use crate::model_grid::ModelGrid;
-use crate::patch::over_budget_advice;
 
 /// What the user asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,13 +111,17 @@ pub enum PlanError {
     #[error("overlap {0} must be in [0, 1)")]
     BadOverlap(f64),
     #[error(
-        "patch {patch} needs a predicted peak of {predicted} per window, over the memory budget of {budget}: {advice}"
+        "patch {patch} needs a predicted peak of {} per window, over the memory budget of {}: {advice}",
+        format_bytes(*predicted_bytes),
+        format_bytes(*budget_bytes)
     )]
     OverBudget {
         patch: String,
-        predicted: String,
-        budget: String,
-        /// What would run: the patch the budget allows, or the smallest budget that runs any.
+        predicted_bytes: u64,
+        budget_bytes: u64,
+        /// What would run: the least budget for this patch, and with
+        /// [`crate::patch::plan_within_budget`] the patch the budget allows, or the smallest
+        /// budget that runs any.
         advice: String,
     },
     #[error(
@@ -218,14 +221,14 @@ impl TilePlan {
         if let (Some(predicted), Some(budget)) = (predicted_peak_bytes, spec.memory_budget_bytes)
             && predicted > budget
         {
-            let advice = memory.map_or_else(String::new, |m| {
-                over_budget_advice(volume_size, grid, m, budget, spec.blend, predicted)
-            });
             return Err(PlanError::OverBudget {
                 patch: patch_label,
-                predicted: format_bytes(predicted),
-                budget: format_bytes(budget),
-                advice,
+                predicted_bytes: predicted,
+                budget_bytes: budget,
+                advice: format!(
+                    "this patch needs a budget of at least {}",
+                    format_bytes(predicted)
+                ),
             });
         }
         Ok(Self {

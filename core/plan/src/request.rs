@@ -15,7 +15,7 @@ use crate::memory::forecast::{
 use crate::memory::line::MemoryModel;
 use crate::model::{Model, Precision};
 use crate::orient::{flipped, flipped_geometry, flips_to};
-use crate::patch::choose_patch;
+use crate::patch::{choose_patch, plan_within_budget};
 use crate::plan::{PlanError, TilePlan, TileSpec};
 use crate::resample::{ResampleError, resample, resampled_geometry};
 
@@ -132,7 +132,7 @@ pub fn plan_for(
         baseline_bytes,
         held: held_bytes(volume_size, model, config.run_shape()),
     });
-    TilePlan::new(
+    plan_within_budget(
         volume_size,
         model.card.grid(),
         &config.tile,

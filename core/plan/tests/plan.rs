@@ -8,6 +8,7 @@ use tessera_plan::bytes::parse_bytes;
 use tessera_plan::memory::forecast::{CoarseMemory, HeldMemory, MemoryForecast};
 use tessera_plan::memory::line::MemoryModel;
 use tessera_plan::model_grid::ModelGrid;
+use tessera_plan::patch::plan_within_budget;
 use tessera_plan::plan::{PlanError, TilePlan, TileSpec};
 
 const GRID: ModelGrid = ModelGrid {
@@ -203,7 +204,13 @@ fn a_predicted_peak_over_budget_is_refused_at_plan_time() {
     let memory = forecast(100e6, 600.0, 0);
     let mut s = spec([512, 512, 64], BlendMode::Halo);
     s.memory_budget_bytes = Some(parse_bytes("8GiB").unwrap());
-    let err = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
+    // The plan alone refuses it; with the patch search it also says what would run.
+    let alone = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
+    assert_eq!(
+        alone.to_string(),
+        "patch 512x512x64 needs a predicted peak of 9.47 GiB per window, over the memory budget of 8.00 GiB: this patch needs a budget of at least 9.47 GiB"
+    );
+    let err = plan_within_budget([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
     assert_eq!(
         err.to_string(),
         "patch 512x512x64 needs a predicted peak of 9.47 GiB per window, over the memory budget of 8.00 GiB: patch 260x260x154 fits it (leave out --patch to have the budget choose it), or this patch needs a budget of at least 9.47 GiB"
@@ -211,7 +218,7 @@ fn a_predicted_peak_over_budget_is_refused_at_plan_time() {
     // When nothing fits, the refusal says so, and what the least budget is (not "a smaller
     // patch would fit", which a budget without --patch then contradicted).
     s.memory_budget_bytes = Some(parse_bytes("100MB").unwrap());
-    let err = TilePlan::new([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
+    let err = plan_within_budget([512, 512, 300], GRID, &s, Some(&memory)).unwrap_err();
     assert_eq!(
         err.to_string(),
         "patch 512x512x64 needs a predicted peak of 9.47 GiB per window, over the memory budget of 95.37 MiB: no patch fits it (the smallest, 12x12x12, needs a budget of 107.06 MiB); this patch needs at least 9.47 GiB"
