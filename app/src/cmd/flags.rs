@@ -35,8 +35,12 @@ pub fn blend() -> impl TypedValueParser<Value = BlendMode> {
 /// `--allocator`: ONNX Runtime's host memory strategy.
 pub fn allocator() -> impl TypedValueParser<Value = CpuAllocator> {
     PossibleValuesParser::new([
-        PossibleValue::new("none").help("no arena: the lowest and most predictable peak"),
-        PossibleValue::new("tight-arena").help("an arena that grows by what is asked"),
+        PossibleValue::new("none").help(
+            "no arena, no memory pattern: the lowest peak, about the same for every window of a size",
+        ),
+        PossibleValue::new("tight-arena").help(
+            "an arena that grows by what is asked: faster, but later windows need more than the first",
+        ),
         PossibleValue::new("arena").help("ONNX Runtime's default arena (power-of-two growth)"),
     ])
     .try_map(|s| s.parse::<CpuAllocator>())

@@ -258,6 +258,16 @@ pub(crate) fn open_session(
     builder = builder
         .with_inter_threads(1)
         .map_err(|e| fail(ort::Error::from(e).into()))?;
+    if device == Device::Cpu && allocator == CpuAllocator::None {
+        // ONNX Runtime's memory pattern plans one block per input shape from the first run:
+        // every later window of MONAI's ResNet50 then needed about 15 % more than the first
+        // (LIDC-IDRI-0001 at 512x512x96), which a one-window calibration run never sees.
+        // Without it later windows need what the first did, within 2 %, at 0 to 11 % more
+        // time (docs/memory-model.md).
+        builder = builder
+            .with_memory_pattern(false)
+            .map_err(|e| fail(ort::Error::from(e).into()))?;
+    }
     if device == Device::Cpu && allocator == CpuAllocator::TightArena {
         ensure_tight_arena(&runtime.environment).map_err(|e| fail(Cause::Found(e)))?;
         builder = builder

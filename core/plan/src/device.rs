@@ -108,7 +108,8 @@ pub enum CpuAllocator {
     TightArena,
     /// ONNX Runtime's own per-session arena (power-of-two growth).
     Arena,
-    /// No arena: every tensor from the system allocator (the default).
+    /// No arena and no memory pattern: every tensor from the system allocator, so later
+    /// windows of a size need about what the first did (the default).
     #[default]
     None,
 }
