@@ -244,10 +244,8 @@ fn resolve_patch(
                     format_bytes(forecast.peak_bytes(resolved.patch.iter().product())),
                     forecast.model.describe()
                 );
-                if let Some(voxels) = resolved.held_to_calibration {
-                    eprintln!(
-                        "note: the budget allows larger windows than the calibration's largest ({voxels} voxels); the patch stays within it: calibrate with larger windows (tessera sweep) to use more of the budget"
-                    );
+                if let Some(note) = resolved.calibration_note() {
+                    eprintln!("note: {note}");
                 }
             }
             config.tile.patch = resolved.patch;

@@ -607,11 +607,7 @@ impl RunPanel {
             Ok(resolved) => {
                 self.patch = resolved.patch;
                 self.budget_refusal = None;
-                self.budget_note = resolved.held_to_calibration.map(|voxels| {
-                    format!(
-                        "The budget allows larger windows than the calibration's largest ({voxels} voxels); the patch stays within it. Calibrate with larger windows (tessera sweep) to use more of it."
-                    )
-                });
+                self.budget_note = resolved.calibration_note().map(|n| format!("Note: {n}"));
             }
             Err(e) => {
                 self.budget_refusal = Some(e.to_string());

@@ -237,6 +237,17 @@ pub struct ResolvedPatch {
     pub held_to_calibration: Option<usize>,
 }
 
+impl ResolvedPatch {
+    /// What held the patch besides the budget, in words (the CLI's note, the viewer's line).
+    pub fn calibration_note(&self) -> Option<String> {
+        self.held_to_calibration.map(|voxels| {
+            format!(
+                "the budget allows larger windows than the calibration's largest ({voxels} voxels); the patch stays within it: calibrate with larger windows (tessera sweep) to use more of the budget"
+            )
+        })
+    }
+}
+
 /// The patch for `choice` on a volume of `geometry` (in its own voxels): the one place where
 /// the CLI, the sweep and the viewer turn a patch or a budget into a patch.
 pub fn resolve_patch(

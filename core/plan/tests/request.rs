@@ -137,6 +137,10 @@ fn a_budget_gives_a_patch_that_fits_or_says_that_even_the_smallest_does_not() {
         "{held:?}"
     );
     assert_eq!(held.held_to_calibration, Some(64 * 64 * 32));
+    assert!(
+        held.calibration_note()
+            .is_some_and(|n| n.contains("the calibration's largest (131072 voxels)"))
+    );
     config.tile.patch = resolved.patch;
     config.tile.memory_budget_bytes = Some(budget_bytes);
     plan_for(study.size, &model, &config, forecast.baseline_bytes).unwrap();
